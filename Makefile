@@ -1,0 +1,43 @@
+# juggle: `make demo` runs the main job, `make test` runs lint, types and the tests.
+# Both create .venv and install what they need; nothing to install by hand.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_TEST := $(VENV)/.installed-test
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_RUN): pyproject.toml src/juggle/runtime/_dispatch.c | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml src/juggle/runtime/_dispatch.c | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(STAMP_RUN)
+
+demo: $(STAMP_RUN)
+	$(BIN)/juggle demo
+
+lint: $(STAMP_TEST)
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+
+typecheck: $(STAMP_TEST)
+	$(BIN)/mypy
+
+pytest: $(STAMP_TEST)
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck pytest
+
+bench: $(STAMP_RUN)
+	$(BIN)/juggle bench
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info
+	find . -name __pycache__ -prune -exec rm -rf {} +

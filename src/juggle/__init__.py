@@ -1,0 +1,72 @@
+"""juggle: co-manage software, native and hardware (FPGA) implementations of services.
+
+An application calls a service through a proxy and never knows whether pure Python, native
+code or a hardware module in a region of a reconfigurable fabric serves the call::
+
+    import juggle
+    fw = juggle.Framework(fabric="xupv2p")        # the embedded simulated board
+    mod = fw.install("examples/modules/tdes"); mod.start()
+    enc = fw.get_service("EncryptionService", consumer="mail")
+    enc.load_key(key); enc.encrypt(buf, len(buf))
+    fw.juggle(to_hardware=enc.service_id)         # the Juggle primitive
+"""
+
+from juggle.errors import (
+    AllocatorError,
+    BitstreamError,
+    ConfigurationError,
+    ControllerError,
+    DescriptorError,
+    FabricError,
+    HardwareThreadError,
+    JuggleError,
+    JuggleOperationError,
+    ModuleError,
+    RegistryError,
+    SanityCheckError,
+    ServiceArgumentError,
+    ServiceUnavailableError,
+    TierUnavailableError,
+    UnknownServiceError,
+)
+from juggle.runtime.framework import (
+    Framework,
+    JuggleReport,
+    RegionSnapshot,
+    ServiceSnapshot,
+    ServiceStatistics,
+)
+from juggle.runtime.interfaces import state_setting
+from juggle.runtime.modules import Module, ModuleState
+from juggle.runtime.proxy import ServiceProxy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AllocatorError",
+    "BitstreamError",
+    "ConfigurationError",
+    "ControllerError",
+    "DescriptorError",
+    "FabricError",
+    "Framework",
+    "HardwareThreadError",
+    "JuggleError",
+    "JuggleOperationError",
+    "JuggleReport",
+    "Module",
+    "ModuleError",
+    "ModuleState",
+    "RegionSnapshot",
+    "RegistryError",
+    "SanityCheckError",
+    "ServiceArgumentError",
+    "ServiceProxy",
+    "ServiceSnapshot",
+    "ServiceStatistics",
+    "ServiceUnavailableError",
+    "TierUnavailableError",
+    "UnknownServiceError",
+    "__version__",
+    "state_setting",
+]

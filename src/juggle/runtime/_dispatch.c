@@ -1,0 +1,542 @@
+/*
+ * juggle.runtime._dispatch: the compiled call path of service proxies.
+ *
+ * A proxy method is a TracedMethod: calling it reads the dispatcher's current Slot (one
+ * implementation at one tier), counts the call in flight on that slot, forwards the call with
+ * vectorcall, and records count, errors, total and a log-linear duration histogram per method.
+ * Switching is Dispatcher.switch(new_slot): one pointer store under the GIL, so it is atomic for
+ * new calls while calls already running keep a reference to the slot they started on.
+ *
+ * The pure-Python twin in _pydispatch.py has the same API and semantics.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define JUGGLE_HAVE_TSC 1
+#endif
+
+#define SUB_BITS 3
+#define SUBS (1 << SUB_BITS)
+#define LINEAR 16
+#define OCTAVES 44
+#define NBUCKETS (LINEAR + (OCTAVES - 4) * SUBS)
+
+typedef struct {
+    uint64_t calls;
+    uint64_t timed;  /* calls whose duration was taken (see sample_mask) */
+    uint64_t errors;
+    uint64_t total_ticks;
+    uint64_t max_ticks;
+    uint64_t hist[NBUCKETS];
+} MethodStats;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *impl;
+    PyObject *tier;
+    PyObject *names;     /* tuple of str */
+    PyObject **methods;  /* bound methods, one per name */
+    PyObject **funcs;    /* the plain functions behind them, or NULL: called with impl prepended */
+    Py_ssize_t nmethods;
+    Py_ssize_t inflight;
+    uint64_t sample_mask; /* after EXACT_CALLS calls, time one call in (mask + 1) */
+    MethodStats *stats;
+} SlotObject;
+
+/* The first EXACT_CALLS calls of each method are all timed, so quiet services get exact
+ * figures; after that one call in (sample_mask + 1) is, which keeps tracing of hot services
+ * cheap while mean/p50/p99 stay unbiased estimates. Counts and in-flight are always exact. */
+#define EXACT_CALLS 1024
+
+typedef struct {
+    PyObject_HEAD
+    SlotObject *slot;
+} DispatcherObject;
+
+typedef struct {
+    PyObject_HEAD
+    DispatcherObject *dispatcher;
+    Py_ssize_t index;
+    vectorcallfunc vectorcall;
+} TracedMethodObject;
+
+static PyTypeObject SlotType;
+static PyTypeObject DispatcherType;
+static PyTypeObject TracedMethodType;
+
+static inline uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Call durations are taken in ticks: the CPU's invariant time-stamp counter where there is one
+ * (a few ns to read, against ~25 ns for clock_gettime), else monotonic ns. Ticks become ns with
+ * a ratio measured against CLOCK_MONOTONIC since import (tick_ratio()). */
+static uint64_t origin_ticks, origin_ns;
+
+static inline uint64_t now_ticks(void) {
+#ifdef JUGGLE_HAVE_TSC
+    return __rdtsc();
+#else
+    return now_ns();
+#endif
+}
+
+static inline Py_ssize_t bucket_of(uint64_t v) {
+    if (v < LINEAR) {
+        return (Py_ssize_t)v;
+    }
+    int e = 63 - __builtin_clzll(v); /* v in [2^e, 2^(e+1)), e >= 4 */
+    if (e >= OCTAVES) {
+        return NBUCKETS - 1;
+    }
+    Py_ssize_t sub = (Py_ssize_t)((v >> (e - SUB_BITS)) & (SUBS - 1));
+    return LINEAR + (Py_ssize_t)(e - 4) * SUBS + sub;
+}
+
+/* ---------------------------------------------------------------- Slot */
+
+static int slot_clear_methods(SlotObject *self) {
+    if (self->methods != NULL) {
+        for (Py_ssize_t i = 0; i < self->nmethods; i++) {
+            Py_CLEAR(self->methods[i]);
+        }
+        PyMem_Free(self->methods);
+        self->methods = NULL;
+    }
+    if (self->funcs != NULL) {
+        for (Py_ssize_t i = 0; i < self->nmethods; i++) {
+            Py_CLEAR(self->funcs[i]);
+        }
+        PyMem_Free(self->funcs);
+        self->funcs = NULL;
+    }
+    return 0;
+}
+
+static int Slot_init(SlotObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"impl", "names", "tier", "sample_period", NULL};
+    PyObject *impl, *names, *tier = Py_None;
+    unsigned long long period = 8;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!|OK", kwlist, &impl, &PyTuple_Type,
+                                     &names, &tier, &period)) {
+        return -1;
+    }
+    if (period == 0 || (period & (period - 1)) != 0) {
+        PyErr_Format(PyExc_ValueError, "sample_period must be a power of two >= 1, got %llu",
+                     period);
+        return -1;
+    }
+    self->sample_mask = (uint64_t)(period - 1);
+    if (self->methods != NULL) {
+        PyErr_SetString(PyExc_TypeError, "Slot is already initialised");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    self->methods = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(PyObject *));
+    self->funcs = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(PyObject *));
+    self->stats = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(MethodStats));
+    if (self->methods == NULL || self->funcs == NULL || self->stats == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->nmethods = n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (!PyUnicode_Check(name)) {
+            PyErr_Format(PyExc_TypeError, "method names must be str, got %R", name);
+            return -1;
+        }
+        PyObject *bound = PyObject_GetAttr(impl, name);
+        if (bound == NULL) {
+            return -1;
+        }
+        if (!PyCallable_Check(bound)) {
+            PyErr_Format(PyExc_TypeError, "%R of %R is not callable", name, impl);
+            Py_DECREF(bound);
+            return -1;
+        }
+        self->methods[i] = bound;
+        if (PyMethod_Check(bound) && PyMethod_GET_SELF(bound) == impl &&
+            PyFunction_Check(PyMethod_GET_FUNCTION(bound))) {
+            self->funcs[i] = Py_NewRef(PyMethod_GET_FUNCTION(bound));
+        }
+    }
+    Py_INCREF(impl);
+    self->impl = impl;
+    Py_INCREF(names);
+    self->names = names;
+    Py_INCREF(tier);
+    self->tier = tier;
+    return 0;
+}
+
+static int Slot_traverse(SlotObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->impl);
+    Py_VISIT(self->tier);
+    Py_VISIT(self->names);
+    for (Py_ssize_t i = 0; self->methods != NULL && i < self->nmethods; i++) {
+        Py_VISIT(self->methods[i]);
+    }
+    for (Py_ssize_t i = 0; self->funcs != NULL && i < self->nmethods; i++) {
+        Py_VISIT(self->funcs[i]);
+    }
+    return 0;
+}
+
+static int Slot_clear(SlotObject *self) {
+    Py_CLEAR(self->impl);
+    Py_CLEAR(self->tier);
+    Py_CLEAR(self->names);
+    slot_clear_methods(self);
+    return 0;
+}
+
+static void Slot_dealloc(SlotObject *self) {
+    PyObject_GC_UnTrack(self);
+    Slot_clear(self);
+    PyMem_Free(self->stats);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Slot_get_inflight(SlotObject *self, void *closure) {
+    return PyLong_FromSsize_t(self->inflight);
+}
+
+static PyObject *Slot_stats(SlotObject *self, PyObject *unused) {
+    /* [(name, calls, timed, errors, total_ticks, max_ticks, histogram bytes), ...] */
+    PyObject *out = PyList_New(self->nmethods);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < self->nmethods; i++) {
+        MethodStats *st = &self->stats[i];
+        PyObject *hist = PyBytes_FromStringAndSize((const char *)st->hist, sizeof(st->hist));
+        if (hist == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *row = Py_BuildValue("(OKKKKKN)", PyTuple_GET_ITEM(self->names, i),
+                                      (unsigned long long)st->calls,
+                                      (unsigned long long)st->timed,
+                                      (unsigned long long)st->errors,
+                                      (unsigned long long)st->total_ticks,
+                                      (unsigned long long)st->max_ticks, hist);
+        if (row == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, row);
+    }
+    return out;
+}
+
+static PyObject *Slot_repr(SlotObject *self) {
+    return PyUnicode_FromFormat("<Slot tier=%R impl=%R inflight=%zd>", self->tier, self->impl,
+                                self->inflight);
+}
+
+static PyMemberDef Slot_members[] = {
+    {"impl", T_OBJECT, offsetof(SlotObject, impl), READONLY, "the implementation object"},
+    {"tier", T_OBJECT, offsetof(SlotObject, tier), READONLY, "tier label"},
+    {"names", T_OBJECT, offsetof(SlotObject, names), READONLY, "method names"},
+    {NULL},
+};
+
+static PyGetSetDef Slot_getset[] = {
+    {"inflight", (getter)Slot_get_inflight, NULL, "calls running on this slot now", NULL},
+    {NULL},
+};
+
+static PyMethodDef Slot_methods[] = {
+    {"stats", (PyCFunction)Slot_stats, METH_NOARGS, "per-method counters and histograms"},
+    {NULL},
+};
+
+static PyTypeObject SlotType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "juggle.runtime._dispatch.Slot",
+    .tp_basicsize = sizeof(SlotObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One implementation of a service at one tier, with call counters.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Slot_init,
+    .tp_dealloc = (destructor)Slot_dealloc,
+    .tp_traverse = (traverseproc)Slot_traverse,
+    .tp_clear = (inquiry)Slot_clear,
+    .tp_repr = (reprfunc)Slot_repr,
+    .tp_members = Slot_members,
+    .tp_getset = Slot_getset,
+    .tp_methods = Slot_methods,
+};
+
+/* ---------------------------------------------------------------- Dispatcher */
+
+static int Dispatcher_init(DispatcherObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"slot", NULL};
+    SlotObject *slot;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &SlotType, &slot)) {
+        return -1;
+    }
+    Py_INCREF(slot);
+    Py_XSETREF(self->slot, slot);
+    return 0;
+}
+
+static int Dispatcher_traverse(DispatcherObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->slot);
+    return 0;
+}
+
+static int Dispatcher_clear(DispatcherObject *self) {
+    Py_CLEAR(self->slot);
+    return 0;
+}
+
+static void Dispatcher_dealloc(DispatcherObject *self) {
+    PyObject_GC_UnTrack(self);
+    Dispatcher_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Dispatcher_switch(DispatcherObject *self, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &SlotType)) {
+        PyErr_Format(PyExc_TypeError, "switch() needs a Slot, got %R", arg);
+        return NULL;
+    }
+    SlotObject *old = self->slot;
+    Py_INCREF(arg);
+    self->slot = (SlotObject *)arg;
+    return (PyObject *)old; /* reference handed to the caller */
+}
+
+static PyObject *Dispatcher_get_slot(DispatcherObject *self, void *closure) {
+    Py_INCREF(self->slot);
+    return (PyObject *)self->slot;
+}
+
+static PyGetSetDef Dispatcher_getset[] = {
+    {"slot", (getter)Dispatcher_get_slot, NULL, "the slot new calls go to", NULL},
+    {NULL},
+};
+
+static PyMethodDef Dispatcher_methods[] = {
+    {"switch", (PyCFunction)Dispatcher_switch, METH_O,
+     "switch(slot) -> old slot: new calls go to slot from now on"},
+    {NULL},
+};
+
+static PyTypeObject DispatcherType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "juggle.runtime._dispatch.Dispatcher",
+    .tp_basicsize = sizeof(DispatcherObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Holds the current slot of one proxy; switch() is atomic for new calls.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Dispatcher_init,
+    .tp_dealloc = (destructor)Dispatcher_dealloc,
+    .tp_traverse = (traverseproc)Dispatcher_traverse,
+    .tp_clear = (inquiry)Dispatcher_clear,
+    .tp_getset = Dispatcher_getset,
+    .tp_methods = Dispatcher_methods,
+};
+
+/* ---------------------------------------------------------------- TracedMethod */
+
+/* Calling convention: a TracedMethod is a class attribute of a per-proxy class and behaves as
+ * a method descriptor, so the interpreter calls it with the proxy as args[0] (no bound-method
+ * object is made). The proxy is replaced by the implementation for the onward call. */
+#define SMALL_ARGS 8
+
+static inline PyObject *call_impl(SlotObject *slot, Py_ssize_t i, PyObject *const *args,
+                                  size_t nargsf, PyObject *kwnames) {
+    /* args[0] is the proxy; args[1:] are the caller's arguments */
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *func = slot->funcs[i];
+    if (func != NULL && (nargsf & PY_VECTORCALL_ARGUMENTS_OFFSET)) {
+        /* args lives on the caller's value stack: lend args[0] to self for the call */
+        PyObject **stack = (PyObject **)args;
+        PyObject *saved = stack[0];
+        stack[0] = slot->impl;
+        PyObject *result = PyObject_Vectorcall(func, stack, (size_t)nargs, kwnames);
+        stack[0] = saved;
+        return result;
+    }
+    Py_ssize_t total = nargs - 1 + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
+    if (func != NULL && total < SMALL_ARGS) {
+        PyObject *buf[SMALL_ARGS + 1];
+        buf[0] = slot->impl;
+        for (Py_ssize_t k = 0; k < total; k++) {
+            buf[k + 1] = args[k + 1];
+        }
+        return PyObject_Vectorcall(func, buf, (size_t)nargs, kwnames);
+    }
+    return PyObject_Vectorcall(slot->methods[i], args + 1,
+                               (size_t)(nargs - 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+}
+
+static PyObject *TracedMethod_vectorcall(PyObject *callable, PyObject *const *args,
+                                         size_t nargsf, PyObject *kwnames) {
+    TracedMethodObject *self = (TracedMethodObject *)callable;
+    if (PyVectorcall_NARGS(nargsf) < 1) {
+        PyErr_SetString(PyExc_TypeError, "traced method called without its proxy");
+        return NULL;
+    }
+    SlotObject *slot = self->dispatcher->slot;
+    Py_ssize_t i = self->index;
+    MethodStats *st = &slot->stats[i];
+    Py_INCREF(slot);
+    slot->inflight++;
+    uint64_t n = st->calls++;
+    int timed = n < EXACT_CALLS || (n & slot->sample_mask) == 0;
+    PyObject *result;
+    if (timed) {
+        uint64_t t0 = now_ticks();
+        result = call_impl(slot, i, args, nargsf, kwnames);
+        uint64_t dt = now_ticks() - t0;
+        st->timed++;
+        st->total_ticks += dt;
+        if (dt > st->max_ticks) {
+            st->max_ticks = dt;
+        }
+        st->hist[bucket_of(dt)]++;
+    }
+    else {
+        result = call_impl(slot, i, args, nargsf, kwnames);
+    }
+    slot->inflight--;
+    if (result == NULL) {
+        st->errors++;
+    }
+    Py_DECREF(slot);
+    return result;
+}
+
+static PyObject *TracedMethod_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(self);
+    }
+    return PyMethod_New(self, obj);
+}
+
+static int TracedMethod_init(TracedMethodObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"dispatcher", "index", NULL};
+    DispatcherObject *dispatcher;
+    Py_ssize_t index;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!n", kwlist, &DispatcherType, &dispatcher,
+                                     &index)) {
+        return -1;
+    }
+    if (dispatcher->slot == NULL || index < 0 || index >= dispatcher->slot->nmethods) {
+        PyErr_Format(PyExc_IndexError, "method index %zd out of range", index);
+        return -1;
+    }
+    Py_INCREF(dispatcher);
+    Py_XSETREF(self->dispatcher, dispatcher);
+    self->index = index;
+    self->vectorcall = TracedMethod_vectorcall;
+    return 0;
+}
+
+static int TracedMethod_traverse(TracedMethodObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->dispatcher);
+    return 0;
+}
+
+static int TracedMethod_clear(TracedMethodObject *self) {
+    Py_CLEAR(self->dispatcher);
+    return 0;
+}
+
+static void TracedMethod_dealloc(TracedMethodObject *self) {
+    PyObject_GC_UnTrack(self);
+    TracedMethod_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *TracedMethod_repr(TracedMethodObject *self) {
+    PyObject *name = PyTuple_GET_ITEM(self->dispatcher->slot->names, self->index);
+    return PyUnicode_FromFormat("<traced method %U>", name);
+}
+
+static PyMemberDef TracedMethod_members[] = {
+    {"index", T_PYSSIZET, offsetof(TracedMethodObject, index), READONLY, "method index"},
+    {NULL},
+};
+
+static PyTypeObject TracedMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "juggle.runtime._dispatch.TracedMethod",
+    .tp_basicsize = sizeof(TracedMethodObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A proxy method: forwards to the dispatcher's current slot and traces the call.",
+    .tp_descr_get = TracedMethod_descr_get,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)TracedMethod_init,
+    .tp_dealloc = (destructor)TracedMethod_dealloc,
+    .tp_traverse = (traverseproc)TracedMethod_traverse,
+    .tp_clear = (inquiry)TracedMethod_clear,
+    .tp_repr = (reprfunc)TracedMethod_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(TracedMethodObject, vectorcall),
+    .tp_members = TracedMethod_members,
+};
+
+/* ---------------------------------------------------------------- module */
+
+static PyObject *mod_now_ns(PyObject *module, PyObject *unused) {
+    return PyLong_FromUnsignedLongLong(now_ns());
+}
+
+static PyObject *mod_tick_ratio(PyObject *module, PyObject *unused) {
+    /* ns per tick, measured over the time since import (at least 1 ms) */
+    uint64_t t, n;
+    do {
+        t = now_ticks();
+        n = now_ns();
+    } while (n - origin_ns < 1000000ull);
+    if (t == origin_ticks) {
+        return PyFloat_FromDouble(1.0);
+    }
+    return PyFloat_FromDouble((double)(n - origin_ns) / (double)(t - origin_ticks));
+}
+
+static PyMethodDef module_methods[] = {
+    {"now_ns", mod_now_ns, METH_NOARGS, "monotonic clock in ns"},
+    {"tick_ratio", mod_tick_ratio, METH_NOARGS, "ns per duration tick (histograms are in ticks)"},
+    {NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "juggle.runtime._dispatch",
+    "Compiled call path of juggle service proxies.", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__dispatch(void) {
+    if (PyType_Ready(&SlotType) < 0 || PyType_Ready(&DispatcherType) < 0 ||
+        PyType_Ready(&TracedMethodType) < 0) {
+        return NULL;
+    }
+    origin_ticks = now_ticks();
+    origin_ns = now_ns();
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "Slot", (PyObject *)&SlotType) < 0 ||
+        PyModule_AddObjectRef(m, "Dispatcher", (PyObject *)&DispatcherType) < 0 ||
+        PyModule_AddObjectRef(m, "TracedMethod", (PyObject *)&TracedMethodType) < 0 ||
+        PyModule_AddIntConstant(m, "NBUCKETS", NBUCKETS) < 0 ||
+        PyModule_AddIntConstant(m, "LINEAR", LINEAR) < 0 ||
+        PyModule_AddIntConstant(m, "SUB_BITS", SUB_BITS) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

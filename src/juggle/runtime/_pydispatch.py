@@ -1,0 +1,133 @@
+"""Pure-Python twin of the compiled ``_dispatch`` module (same API, same semantics).
+
+Used where the C extension could not be built. Slower: each traced call costs a few hundred
+nanoseconds more, which is what the compiled path exists to avoid.
+"""
+
+from __future__ import annotations
+
+import array
+import threading
+import time
+import types
+from typing import Any
+
+SUB_BITS = 3
+SUBS = 1 << SUB_BITS
+LINEAR = 16
+OCTAVES = 44
+NBUCKETS = LINEAR + (OCTAVES - 4) * SUBS
+EXACT_CALLS = 1024
+
+_lock = threading.Lock()
+
+
+def now_ns() -> int:
+    """Monotonic clock in ns."""
+    return time.perf_counter_ns()
+
+
+def tick_ratio() -> float:
+    """ns per duration tick: here ticks are ns."""
+    return 1.0
+
+
+def _bucket_of(v: int) -> int:
+    if v < LINEAR:
+        return v
+    e = v.bit_length() - 1
+    if e >= OCTAVES:
+        return NBUCKETS - 1
+    return LINEAR + (e - 4) * SUBS + ((v >> (e - SUB_BITS)) & (SUBS - 1))
+
+
+class _MethodStats:
+    __slots__ = ("calls", "errors", "hist", "max_ticks", "timed", "total_ticks")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.timed = 0
+        self.errors = 0
+        self.total_ticks = 0
+        self.max_ticks = 0
+        self.hist = array.array("Q", bytes(8 * NBUCKETS))
+
+
+class Slot:
+    """One implementation at one tier, with call counters."""
+
+    def __init__(
+        self, impl: object, names: tuple[str, ...], tier: object = None, sample_period: int = 8
+    ) -> None:
+        if sample_period < 1 or sample_period & (sample_period - 1):
+            raise ValueError(f"sample_period must be a power of two >= 1, got {sample_period}")
+        self.impl = impl
+        self.tier = tier
+        self.names = tuple(names)
+        self.methods = [getattr(impl, name) for name in names]
+        self._mask = sample_period - 1
+        self._stats = [_MethodStats() for _ in names]
+        self._inflight = 0
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    def stats(self) -> list[tuple[str, int, int, int, int, int, bytes]]:
+        return [
+            (n, s.calls, s.timed, s.errors, s.total_ticks, s.max_ticks, s.hist.tobytes())
+            for n, s in zip(self.names, self._stats, strict=True)
+        ]
+
+    def __repr__(self) -> str:
+        return f"<Slot tier={self.tier!r} impl={self.impl!r} inflight={self._inflight}>"
+
+
+class Dispatcher:
+    """Holds the current slot of one proxy; switch() is atomic for new calls."""
+
+    def __init__(self, slot: Slot) -> None:
+        self.slot = slot
+
+    def switch(self, slot: Slot) -> Slot:
+        old, self.slot = self.slot, slot
+        return old
+
+
+class TracedMethod:
+    """A proxy method: forwards to the dispatcher's current slot and traces the call."""
+
+    def __init__(self, dispatcher: Dispatcher, index: int) -> None:
+        if not 0 <= index < len(dispatcher.slot.names):
+            raise IndexError(f"method index {index} out of range")
+        self._dispatcher = dispatcher
+        self.index = index
+
+    def __get__(self, obj: object, objtype: type | None = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __call__(self, proxy: object, *args: Any, **kwargs: Any) -> Any:
+        slot = self._dispatcher.slot
+        st = slot._stats[self.index]
+        with _lock:
+            slot._inflight += 1
+            n = st.calls
+            st.calls += 1
+        timed = n < EXACT_CALLS or (n & slot._mask) == 0
+        t0 = time.perf_counter_ns() if timed else 0
+        ok = False
+        try:
+            result = slot.methods[self.index](*args, **kwargs)
+            ok = True
+            return result
+        finally:
+            with _lock:
+                if timed:
+                    dt = time.perf_counter_ns() - t0
+                    st.timed += 1
+                    st.total_ticks += dt
+                    st.max_ticks = max(st.max_ticks, dt)
+                    st.hist[_bucket_of(dt)] += 1
+                slot._inflight -= 1
+                if not ok:
+                    st.errors += 1

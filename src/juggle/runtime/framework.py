@@ -1,0 +1,1010 @@
+"""The Framework: modules, registry, proxies, the fabric and the juggle primitive in one place.
+
+A :class:`Framework` is what an application creates (``juggle.Framework(fabric="xupv2p")``).
+It installs modules, lets their extender register services behind proxies, hands consumers
+proxies (``get_service``), traces every call, and moves services between tiers with
+:meth:`Framework.juggle` — the single imperative primitive of the Juggle paper: sanity checks
+first, then bridge closed → bitstream written → bridge opened → driver loaded → proxy switched;
+any failure rolls back and the service keeps serving from where it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from juggle.core.controllers.base import (
+    Controller,
+    JuggleAction,
+    RegionStats,
+    ServiceStats,
+    StatsSnapshot,
+)
+from juggle.errors import (
+    ControllerError,
+    DescriptorError,
+    FabricError,
+    JuggleError,
+    JuggleOperationError,
+    MissingBitstreamError,
+    ModuleError,
+    SanityCheckError,
+    ServiceUnavailableError,
+    TierUnavailableError,
+    UnknownInterfaceError,
+    UnknownModuleError,
+    UnknownServiceError,
+)
+from juggle.fabric.bitstream import Bitstream, parse_bitstream
+from juggle.fabric.fabric import Fabric, open_fabric
+from juggle.fabric.resources import Resources
+from juggle.runtime.descriptors import ServiceSpec
+from juggle.runtime.interfaces import InterfaceCatalog, interface_methods, short_name
+from juggle.runtime.modules import CodeNamespace, Module, ModuleSource, ModuleState
+from juggle.runtime.proxy import (
+    TIERS,
+    ServiceProxy,
+    binding_of,
+    build_proxy,
+    make_gone,
+    wait_drained,
+)
+from juggle.runtime.registry import Registry, ServiceFactory, ServiceRegistration
+from juggle.runtime.tracing import Accumulator, CallStats, merge, ns_per_tick
+
+log = logging.getLogger("juggle")
+
+SOFT_TIERS: tuple[str, ...] = ("software", "native")
+
+
+# -- snapshots -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSnapshot:
+    """Frozen view of one managed service."""
+
+    service_id: int
+    interface: str
+    interfaces: tuple[str, ...]
+    properties: Mapping[str, Any]
+    tier: str
+    region: str | None
+    tiers: tuple[str, ...]
+    module: str | None
+    consumers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RegionSnapshot:
+    """Frozen view of one fabric region as the runtime sees it."""
+
+    name: str
+    state: str
+    module: str | None
+    service_id: int | None
+    design: str | None
+    resources: Resources
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceStatistics:
+    """Measured call statistics of a service: overall, per tier, per consumer, per method."""
+
+    service_id: int
+    interface: str
+    tier: str
+    total: CallStats
+    rate_per_s: float
+    per_tier: Mapping[str, CallStats]
+    per_consumer: Mapping[str, CallStats]
+    per_method: Mapping[str, CallStats]
+    inflight: int
+
+
+@dataclass(frozen=True, slots=True)
+class JuggleReport:
+    """What one juggle did. ``*_ms`` figures are modeled (fabric clock); ``overhead_us`` is
+    measured (wall clock of this machine, the runtime's own work)."""
+
+    to_hardware: int | None
+    to_software: tuple[int, ...]
+    region: str | None
+    steps: tuple[str, ...]
+    reconfiguration_ms: float
+    bridge_ms: float
+    overhead_us: float
+    tiers: Mapping[int, str] = field(default_factory=dict)
+
+
+# -- managed services ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Hardware:
+    driver: type
+    bitstreams: dict[str, tuple[Bitstream, bytes]]
+    resources: Resources | None
+
+
+class _Managed:
+    """Runtime record of a service: its tiers, current tier and the proxies it serves."""
+
+    def __init__(
+        self,
+        framework: Framework,
+        interfaces: tuple[str, ...],
+        interface: type,
+        spec: ServiceSpec | None,
+        classes: dict[str, type],
+        hardware: _Hardware | None,
+        module: Module | None,
+        properties: Mapping[str, Any],
+        *,
+        per_consumer: bool,
+        instance: object | None = None,
+    ) -> None:
+        self.framework = framework
+        self.interfaces = interfaces
+        self.interface_name = interfaces[0]
+        self.interface = interface
+        self.spec = spec
+        self.classes = classes
+        self.hardware = hardware
+        self.module = module
+        self.properties = dict(properties)
+        self.per_consumer = per_consumer
+        self.instance = instance
+        soft = [t for t in ("native", "software") if t in classes]
+        if instance is not None:
+            soft = ["software"]
+        self.home_tier = soft[0] if soft else "hardware"
+        self.tier = self.home_tier
+        self.region: str | None = None
+        self.driver: object | None = None
+        self.shared: dict[str, object] = {}
+        self.proxies: dict[str, ServiceProxy] = {}
+        self.released: dict[str, dict[str, dict[str, Accumulator]]] = {}
+        self.registration: ServiceRegistration | None = None
+        self.lock = threading.RLock()
+        self.started = time.monotonic()
+        self.rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
+
+    @property
+    def service_id(self) -> int:
+        assert self.registration is not None
+        return self.registration.service_id
+
+    def tiers(self) -> tuple[str, ...]:
+        have = set(self.classes) | ({"hardware"} if self.hardware else set())
+        if self.instance is not None:
+            have.add("software")
+        return tuple(t for t in TIERS if t in have)
+
+    def new_impl(self, tier: str, consumer: str) -> object:
+        """An implementation for ``tier`` (shared unless the service is per consumer)."""
+        if tier == "hardware":
+            if self.driver is None:
+                raise TierUnavailableError(
+                    f"service {self.service_id} is not loaded in the fabric", self.service_id
+                )
+            return self.driver
+        if self.instance is not None:
+            return self.instance
+        if self.per_consumer:
+            return self.classes[tier]()
+        impl = self.shared.get(tier)
+        if impl is None:
+            impl = self.shared[tier] = self.classes[tier]()
+        return impl
+
+    def traces(self) -> dict[str, dict[str, dict[str, Accumulator]]]:
+        """consumer → tier → method → accumulator (released proxies included)."""
+        out: dict[str, dict[str, dict[str, Accumulator]]] = {
+            c: {t: dict(m) for t, m in tiers.items()} for c, tiers in self.released.items()
+        }
+        for consumer, proxy in list(self.proxies.items()):
+            for tier, per_method in binding_of(proxy).traces().items():
+                target = out.setdefault(consumer, {}).setdefault(tier, {})
+                for name, acc in per_method.items():
+                    target.setdefault(name, Accumulator()).add(acc)
+        return out
+
+
+class _ProxyFactory(ServiceFactory):
+    """Registry factory: each consumer gets its own proxy of the managed service."""
+
+    def __init__(self, managed: _Managed) -> None:
+        self.managed = managed
+
+    def get_service(self, consumer: str, registration: ServiceRegistration) -> object:
+        m = self.managed
+        with m.lock:
+            proxy = build_proxy(
+                m.interface,
+                m.interface_name,
+                registration.service_id,
+                consumer,
+                m.new_impl(m.tier, consumer),
+                m.tier,
+                sample_period=m.framework.trace_sample,
+            )
+            m.proxies[consumer] = proxy
+            return proxy
+
+    def unget_service(
+        self, consumer: str, registration: ServiceRegistration, service: object
+    ) -> None:
+        m = self.managed
+        with m.lock:
+            proxy = m.proxies.pop(consumer, None)
+            if proxy is None:
+                return
+            binding = binding_of(proxy)
+            released = m.released.setdefault(consumer, {})
+            for tier, per_method in binding.traces().items():
+                for name, acc in per_method.items():
+                    released.setdefault(tier, {}).setdefault(name, Accumulator()).add(acc)
+            binding.switch(make_gone(binding, m.service_id), "gone", carry=False)
+
+
+# -- the framework ---------------------------------------------------------------------------
+
+
+class Framework:
+    """The juggle runtime: modules, registry, proxies, fabric and controllers.
+
+    ``fabric`` is a board profile name or path (default: the embedded ``xupv2p`` simulated
+    board) or an already opened :class:`~juggle.fabric.fabric.Fabric`. ``pace`` makes the
+    simulated fabric keep wall-clock time in step with its modeled clock. ``trace_sample``
+    (power of two) times one call in N once a method has made 1024 calls.
+    """
+
+    def __init__(
+        self,
+        fabric: str | Path | Fabric = "xupv2p",
+        *,
+        backend: str = "sim",
+        pace: bool = False,
+        trace_sample: int = 8,
+        drain_timeout_s: float = 30.0,
+        controller: Controller | None = None,
+    ) -> None:
+        if trace_sample < 1 or trace_sample & (trace_sample - 1):
+            raise ValueError(f'"trace_sample" must be a power of two >= 1, got {trace_sample!r}')
+        self.fabric = fabric if isinstance(fabric, Fabric) else open_fabric(
+            fabric, backend=backend, pace=pace
+        )
+        self.registry = Registry()
+        self.interfaces = InterfaceCatalog()
+        self.trace_sample = trace_sample
+        self.drain_timeout_s = drain_timeout_s
+        self._modules: dict[int, Module] = {}
+        self._managed: dict[int, _Managed] = {}
+        self._module_ids = iter(range(1, 1 << 62))
+        self._lock = threading.RLock()
+        self._juggle_lock = threading.RLock()
+        self._foreground: str | None = None
+        self.controller: Controller | None = controller
+        self.juggles: list[JuggleReport] = []
+        self.controller_errors: list[str] = []
+        self._loop: threading.Thread | None = None
+        self._loop_stop = threading.Event()
+        self._closed = False
+
+    # -- modules -----------------------------------------------------------------------------
+
+    def install(self, path: str | Path) -> Module:
+        """Install the module at ``path`` (folder, ``.zip``, ``juggle.toml`` or co-module XML).
+
+        Everything is checked before the module exists: descriptor, interfaces and classes,
+        bitstreams (present, parse, part, region, size) and resources against the fabric.
+        Raises :class:`ModuleError`, :class:`DescriptorError` (and its subclasses) or a
+        :class:`~juggle.errors.BitstreamError` / :class:`~juggle.errors.ResourceError`.
+        """
+        source = ModuleSource.open(path)
+        descriptor = source.load_descriptor()
+        namespace = CodeNamespace(source, descriptor.module.name)
+        try:
+            resolved = [self._resolve(spec, source, namespace) for spec in descriptor.services]
+        except BaseException:
+            namespace.unload()
+            raise
+        with self._lock:
+            module = Module(
+                self, next(self._module_ids), source, descriptor, namespace, resolved
+            )
+            self._modules[module.module_id] = module
+        return module
+
+    def _resolve(
+        self, spec: ServiceSpec, source: ModuleSource, namespace: CodeNamespace
+    ) -> dict[str, Any]:
+        interfaces: list[type] = []
+        for name in spec.interfaces:
+            try:
+                found = namespace.resolve(name, "interface")
+            except DescriptorError:
+                found = None
+            if not isinstance(found, type):
+                try:
+                    found = self.interfaces.resolve(name)
+                except UnknownInterfaceError:
+                    raise UnknownInterfaceError(
+                        f"{source.display(source.descriptor)}: unknown service interface "
+                        f"{name!r} (not in the module, not a known interface)",
+                        subject=name,
+                    ) from None
+            interfaces.append(found)
+        classes: dict[str, type] = {}
+        for tier in SOFT_TIERS:
+            impl = getattr(spec, tier)
+            if impl is not None:
+                cls = namespace.resolve(impl.class_, f"{tier} class")
+                classes[tier] = self._check_class(cls, impl.class_, interfaces[0])
+        hardware = None
+        if spec.hardware is not None:
+            hardware = self._resolve_hardware(spec, source, namespace, interfaces[0])
+        return {"spec": spec, "interface": interfaces[0], "classes": classes, "hardware": hardware}
+
+    @staticmethod
+    def _check_class(cls: object, name: str, interface: type) -> type:
+        if not isinstance(cls, type):
+            raise DescriptorError(f"{name!r} is not a class", subject=name)
+        missing = [m.name for m in interface_methods(interface) if not hasattr(cls, m.name)]
+        if missing:
+            raise DescriptorError(
+                f"class {name!r} lacks method(s) {', '.join(missing)} of {interface.__name__}",
+                subject=name,
+            )
+        return cls
+
+    def _resolve_hardware(
+        self, spec: ServiceSpec, source: ModuleSource, ns: CodeNamespace, interface: type
+    ) -> _Hardware:
+        hw = spec.hardware
+        assert hw is not None
+        driver = self._check_class(ns.resolve(hw.driver, "driver"), hw.driver, interface)
+        model = ns.resolve(hw.model, "model") if hw.model else None
+        bitstreams: dict[str, tuple[Bitstream, bytes]] = {}
+        for region, relpath in hw.bitstreams.items():
+            if not relpath or not source.exists(relpath):
+                raise MissingBitstreamError(
+                    f"bitstream {relpath!r} for region {region!r} not found in module "
+                    f"{str(source.location)!r}",
+                    subject=source.display(relpath),
+                )
+            data = source.read_bytes(relpath)
+            bitstream = parse_bitstream(data, source=source.display(relpath))
+            target = region
+            if region == "*":
+                names = self.fabric.region_names()
+                target = bitstream.region or (names[0] if names else "*")
+            bitstreams[target] = (bitstream, data)
+        if model is not None:
+            for bitstream, _ in bitstreams.values():
+                self.fabric.models.register(bitstream.design, model)
+        resources = None
+        if hw.resources is not None:
+            resources = Resources(**hw.resources.model_dump())
+        else:
+            for bitstream, _ in bitstreams.values():
+                declared = self._model_resources(bitstream.design)
+                if declared is not None:
+                    resources = declared
+        for region, (bitstream, _) in bitstreams.items():
+            self.fabric.check(bitstream, region, resources)
+        return _Hardware(driver, bitstreams, resources)
+
+    def _model_resources(self, design: str) -> Resources | None:
+        try:
+            model = self.fabric.models.resolve(design)
+        except FabricError:
+            return None
+        declared = getattr(model, "resources", None)
+        if isinstance(declared, Mapping):
+            return Resources(**{k: int(v) for k, v in declared.items()})
+        return None
+
+    def module(self, module_id_or_name: int | str) -> Module:
+        """An installed module by id or name (:class:`UnknownModuleError` if none)."""
+        with self._lock:
+            for module in self._modules.values():
+                if module_id_or_name in (module.module_id, module.name):
+                    return module
+        raise UnknownModuleError(f"no installed module {module_id_or_name!r}", module_id_or_name)
+
+    def modules(self) -> tuple[Any, ...]:
+        """Snapshots of the installed modules."""
+        with self._lock:
+            return tuple(m.snapshot() for m in self._modules.values())
+
+    def _start_module(self, module: Module) -> None:
+        module.state = ModuleState.STARTING
+        try:
+            for resolved in module.resolved:
+                spec: ServiceSpec = resolved["spec"]
+                managed = _Managed(
+                    self,
+                    tuple(spec.interfaces),
+                    resolved["interface"],
+                    spec,
+                    resolved["classes"],
+                    resolved["hardware"],
+                    module,
+                    spec.properties,
+                    per_consumer=spec.per_consumer,
+                )
+                self._register(managed, ranking=spec.ranking, module_id=module.module_id)
+                module.service_ids.append(managed.service_id)
+                if managed.home_tier == "hardware":
+                    self.juggle(to_hardware=managed.service_id)
+        except BaseException:
+            self._unregister_module_services(module)
+            module.state = ModuleState.INSTALLED
+            raise
+        module.state = ModuleState.ACTIVE
+
+    def _register(self, managed: _Managed, *, ranking: int, module_id: int | None) -> None:
+        props = dict(managed.properties)
+        props["juggle.tiers"] = list(managed.tiers())
+        managed.registration = self.registry.register(
+            list(managed.interfaces),
+            _ProxyFactory(managed),
+            props,
+            ranking=ranking,
+            module_id=module_id,
+        )
+        with self._lock:
+            self._managed[managed.service_id] = managed
+
+    def _unregister_module_services(self, module: Module) -> None:
+        for service_id in list(module.service_ids):
+            managed = self._managed.get(service_id)
+            if managed is None:
+                continue
+            if managed.tier == "hardware":
+                with contextlib.suppress(JuggleError):
+                    self.juggle(to_hardware=None, to_software=[service_id])
+            if managed.registration is not None and managed.registration.registered:
+                managed.registration.unregister()
+            with self._lock:
+                self._managed.pop(service_id, None)
+        module.service_ids.clear()
+
+    def _stop_module(self, module: Module) -> None:
+        module.state = ModuleState.STOPPING
+        try:
+            self._unregister_module_services(module)
+        finally:
+            module.state = ModuleState.INSTALLED
+
+    def _update_module(self, module: Module, path: str | Path | None) -> None:
+        source = ModuleSource.open(path if path is not None else module.source.location)
+        descriptor = source.load_descriptor()
+        if descriptor.module.name != module.name:
+            raise ModuleError(
+                f"update of {module.name!r} found module {descriptor.module.name!r}",
+                subject=str(source.location),
+            )
+        namespace = CodeNamespace(source, descriptor.module.name)
+        try:
+            resolved = [self._resolve(spec, source, namespace) for spec in descriptor.services]
+        except BaseException:
+            namespace.unload()
+            raise
+        old_namespace = module.namespace
+        if module.state is ModuleState.ACTIVE:
+            self._swap_code(module, resolved)
+        module.source, module.descriptor = source, descriptor
+        module.namespace, module.resolved = namespace, resolved
+        old_namespace.unload()
+
+    def _swap_code(self, module: Module, resolved: list[dict[str, Any]]) -> None:
+        """Point the running services of ``module`` at new classes, losslessly."""
+        by_interface = {tuple(r["spec"].interfaces): r for r in resolved}
+        for service_id in list(module.service_ids):
+            managed = self._managed[service_id]
+            new = by_interface.get(managed.interfaces)
+            if new is None:
+                continue
+            with self._juggle_lock, managed.lock:
+                managed.classes = new["classes"]
+                managed.shared = {}
+                managed.spec = new["spec"]
+                if managed.tier == "hardware":
+                    managed.hardware = new["hardware"]
+                    continue  # the loaded design keeps serving; new driver on next juggle
+                managed.hardware = new["hardware"]
+                tier = managed.tier if managed.tier in managed.classes else managed.home_tier
+                self._switch_proxies(managed, tier)
+
+    def _uninstall_module(self, module: Module) -> None:
+        if module.state is ModuleState.ACTIVE:
+            self._stop_module(module)
+        module.namespace.unload()
+        module.state = ModuleState.UNINSTALLED
+        with self._lock:
+            self._modules.pop(module.module_id, None)
+
+    # -- services ----------------------------------------------------------------------------
+
+    def register_service(
+        self,
+        interface: str,
+        implementation: object,
+        properties: Mapping[str, Any] | None = None,
+        *,
+        ranking: int = 0,
+    ) -> int:
+        """Register a plain software ``implementation`` of ``interface``; returns its id."""
+        iface = self.interfaces.resolve(interface)
+        self._check_class(type(implementation), type(implementation).__name__, iface)
+        managed = _Managed(
+            self,
+            (interface,),
+            iface,
+            None,
+            {},
+            None,
+            None,
+            properties or {},
+            per_consumer=False,
+            instance=implementation,
+        )
+        self._register(managed, ranking=ranking, module_id=None)
+        return managed.service_id
+
+    def _interface_names(self, interface: str) -> list[str]:
+        if "." in interface:
+            return [interface]
+        with self._lock:
+            names = {
+                full
+                for m in self._managed.values()
+                for full in m.interfaces
+                if short_name(full) == interface
+            }
+        return sorted(names) or [interface]
+
+    def get_service(
+        self, interface: str, consumer: str = "default", filter: str | None = None
+    ) -> Any:
+        """A proxy of the best service for ``interface`` (full or short name) for ``consumer``.
+
+        ``filter`` is an LDAP filter on the service properties (``"(version>=1.0)"``).
+        Raises :class:`ServiceUnavailableError` when nothing matches.
+        """
+        refs = [
+            ref
+            for name in self._interface_names(interface)
+            for ref in self.registry.get_references(name, filter)
+        ]
+        if not refs:
+            where = f" matching {filter!r}" if filter else ""
+            raise ServiceUnavailableError(
+                f"no service for interface {interface!r}{where}", subject=interface
+            )
+        best = min(refs, key=lambda r: r.sort_key())
+        return self.registry.get_service(best, consumer)
+
+    def unget_service(self, proxy: ServiceProxy) -> bool:
+        """Give ``proxy`` back; its further calls raise :class:`ServiceUnavailableError`."""
+        return self.registry.unget_service(proxy.service_id, proxy.consumer)
+
+    def _managed_of(self, service_id: object) -> _Managed:
+        with self._lock:
+            managed = (
+                self._managed.get(service_id)
+                if isinstance(service_id, int) and not isinstance(service_id, bool)
+                else None
+            )
+        if managed is None:
+            raise UnknownServiceError(f"no service with id {service_id!r}", subject=service_id)
+        return managed
+
+    def services(self) -> tuple[ServiceSnapshot, ...]:
+        """Snapshots of every managed service, by id."""
+        with self._lock:
+            managed = sorted(self._managed.values(), key=lambda m: m.service_id)
+        return tuple(self._service_snapshot(m) for m in managed)
+
+    def _service_snapshot(self, m: _Managed) -> ServiceSnapshot:
+        assert m.registration is not None
+        return ServiceSnapshot(
+            service_id=m.service_id,
+            interface=m.interface_name,
+            interfaces=m.interfaces,
+            properties=dict(m.properties),
+            tier=m.tier,
+            region=m.region,
+            tiers=m.tiers(),
+            module=m.module.name if m.module else None,
+            consumers=tuple(sorted(m.proxies)),
+        )
+
+    def regions(self) -> tuple[RegionSnapshot, ...]:
+        """Snapshots of the fabric's regions with the service and module each holds."""
+        holders = {m.region: m for m in list(self._managed.values()) if m.region}
+        out = []
+        for region in self.fabric.regions():
+            holder = holders.get(region.name)
+            out.append(
+                RegionSnapshot(
+                    name=region.name,
+                    state=region.state,
+                    module=holder.module.name if holder and holder.module else None,
+                    service_id=holder.service_id if holder else None,
+                    design=region.design,
+                    resources=region.resources,
+                )
+            )
+        return tuple(out)
+
+    def statistics(self, service_id: int) -> ServiceStatistics:
+        """Measured call statistics of ``service_id`` (per tier, consumer and method)."""
+        m = self._managed_of(service_id)
+        with m.lock:
+            traces = m.traces()
+            inflight = sum(binding_of(p).inflight() for p in m.proxies.values())
+        ratio = ns_per_tick()
+        per_tier: dict[str, list[Accumulator]] = {}
+        per_consumer: dict[str, list[Accumulator]] = {}
+        per_method: dict[str, list[Accumulator]] = {}
+        for consumer, tiers in traces.items():
+            for tier, methods in tiers.items():
+                for name, acc in methods.items():
+                    if tier != "gone":
+                        per_tier.setdefault(tier, []).append(acc)
+                    per_consumer.setdefault(consumer, []).append(acc)
+                    per_method.setdefault(name, []).append(acc)
+        total = merge(a for accs in per_consumer.values() for a in accs)
+        return ServiceStatistics(
+            service_id=service_id,
+            interface=m.interface_name,
+            tier=m.tier,
+            total=total.snapshot(ratio),
+            rate_per_s=self._rate(m, total.calls),
+            per_tier={t: merge(a).snapshot(ratio) for t, a in sorted(per_tier.items())},
+            per_consumer={c: merge(a).snapshot(ratio) for c, a in sorted(per_consumer.items())},
+            per_method={n: merge(a).snapshot(ratio) for n, a in sorted(per_method.items())},
+            inflight=inflight,
+        )
+
+    @staticmethod
+    def _rate(m: _Managed, calls: int, window_s: float = 1.0) -> float:
+        now = time.monotonic()
+        samples = m.rate_samples
+        samples.append((now, calls))
+        base_t, base_calls = m.started, 0
+        for t, c in samples:
+            if now - t <= window_s and t < now:
+                base_t, base_calls = t, c
+                break
+        span = now - base_t
+        return (calls - base_calls) / span if span > 0 else 0.0
+
+    # -- the juggle primitive ----------------------------------------------------------------
+
+    def juggle(
+        self, to_hardware: int | None = None, to_software: Iterable[int] = ()
+    ) -> JuggleReport:
+        """Put service ``to_hardware`` into the fabric and take ``to_software`` out of it.
+
+        Either side may be empty. Sanity checks run first (known ids, a hardware tier, a
+        region that is free or freed by the leaving services, part/region/size/resources);
+        then bridge closed → bitstream written → bridge opened → driver loaded → proxies
+        switched. On any failure the steps are undone and every service keeps serving from
+        where it was. Raises :class:`UnknownServiceError`, :class:`TierUnavailableError`,
+        :class:`SanityCheckError`, or the fabric error of the step that failed.
+        """
+        leaving_ids = list(to_software)
+        with self._juggle_lock:
+            t0 = time.perf_counter()
+            entering = self._managed_of(to_hardware) if to_hardware is not None else None
+            leaving = [self._managed_of(i) for i in leaving_ids]
+            if entering is not None and entering.tier == "hardware":
+                entering = None  # already there: nothing to load
+            region = self._plan(entering, leaving)
+            steps: list[str] = []
+            reconf_ms = bridge_ms = 0.0
+            evicted: list[_Managed] = []
+            try:
+                for m in leaving:
+                    if m.tier == "hardware":
+                        self._to_soft(m, m.home_tier, steps)
+                        evicted.append(m)
+                for m in evicted:
+                    if entering is None or m.region != region:
+                        assert m.region is not None
+                        report = self.fabric.unload(m.region)
+                        bridge_ms += report.bridge_ms
+                        steps.append(f"bridge closed on {m.region}; region released")
+                    m.region = None
+                    m.driver = None
+                if entering is not None:
+                    assert region is not None
+                    r_ms, b_ms = self._load(entering, region, steps)
+                    reconf_ms += r_ms
+                    bridge_ms += b_ms
+            except BaseException:
+                self._rollback(entering, evicted, steps)
+                raise
+            report = JuggleReport(
+                to_hardware=to_hardware,
+                to_software=tuple(leaving_ids),
+                region=region,
+                steps=tuple(steps),
+                reconfiguration_ms=reconf_ms,
+                bridge_ms=bridge_ms,
+                overhead_us=(time.perf_counter() - t0) * 1e6,
+                tiers={m.service_id: m.tier for m in [*leaving, *([entering] if entering else [])]},
+            )
+            self.juggles.append(report)
+            return report
+
+    def _plan(self, entering: _Managed | None, leaving: list[_Managed]) -> str | None:
+        """Sanity checks; returns the region the entering service will use."""
+        for m in leaving:
+            if m.tier != "hardware":
+                raise SanityCheckError(
+                    f"service {m.service_id} ({m.interface_name}) is in {m.tier}, not in "
+                    "hardware: it cannot be taken out of the fabric",
+                    subject=m.service_id,
+                )
+        if entering is None:
+            return None
+        if entering.hardware is None:
+            raise TierUnavailableError(
+                f"service {entering.service_id} ({entering.interface_name}) has no hardware "
+                "implementation",
+                subject=entering.service_id,
+            )
+        freed = {m.region for m in leaving}
+        held = {m.region: m for m in self._managed.values() if m.region is not None}
+        candidates = list(entering.hardware.bitstreams)
+        free = [r for r in candidates if r not in held]
+        reclaimed = [r for r in candidates if r in freed]
+        if not free and not reclaimed:
+            holders = ", ".join(
+                f"{r} by service {held[r].service_id} ({held[r].interface_name})"
+                for r in candidates
+                if r in held
+            )
+            raise SanityCheckError(
+                f"no region for service {entering.service_id}: {holders}; list the holder in "
+                "to_software to free it",
+                subject=entering.service_id,
+            )
+        region = (free or reclaimed)[0]
+        bitstream, _ = entering.hardware.bitstreams[region]
+        self.fabric.check(bitstream, region, entering.hardware.resources)
+        return region
+
+    def _load(self, m: _Managed, region: str, steps: list[str]) -> tuple[float, float]:
+        assert m.hardware is not None
+        bitstream, data = m.hardware.bitstreams[region]
+        owner = f"service {m.service_id}"
+        report = self.fabric.program(
+            region, bitstream, data, resources=m.hardware.resources, owner=owner
+        )
+        steps += [
+            f"bridge closed on {region}",
+            f"bitstream {bitstream.design} written ({bitstream.size} B)",
+            f"bridge opened on {region}",
+        ]
+        try:
+            m.driver = m.hardware.driver(self.fabric.window(region))
+            steps.append(f"driver {m.hardware.driver.__name__} loaded")
+            m.region = region
+            self._switch_proxies(m, "hardware")
+            steps.append(f"proxies of service {m.service_id} switched to hardware")
+        except BaseException:
+            m.driver = None
+            m.region = None
+            with contextlib.suppress(JuggleError):
+                self.fabric.unload(region)
+            raise
+        return report.reconfiguration_ms, report.bridge_ms
+
+    def _to_soft(self, m: _Managed, tier: str, steps: list[str]) -> None:
+        self._switch_proxies(m, tier)
+        steps.append(f"proxies of service {m.service_id} switched to {tier}")
+
+    def _switch_proxies(self, m: _Managed, tier: str) -> None:
+        """Switch every proxy of ``m`` to ``tier``; all or nothing; waits for the old to drain."""
+        with m.lock:
+            proxies = list(m.proxies.items())
+            switched: list[tuple[ServiceProxy, Any]] = []
+            previous = m.tier
+            try:
+                for consumer, proxy in proxies:
+                    old = binding_of(proxy).switch(m.new_impl(tier, consumer), tier)
+                    switched.append((proxy, old))
+            except BaseException:
+                for proxy, old in reversed(switched):
+                    binding_of(proxy).switch(old.impl, str(old.tier))
+                raise
+            m.tier = tier
+            if previous != tier and previous != "hardware":
+                m.shared.pop(previous, None)
+        for proxy, old in switched:
+            wait_drained(old, self.drain_timeout_s, m.service_id)
+            binding_of(proxy).retire(old)
+
+    def _rollback(
+        self, entering: _Managed | None, evicted: list[_Managed], steps: list[str]
+    ) -> None:
+        """Undo after a failed step: evicted services go back where their design still is."""
+        loaded = {r.name: r.design for r in self.fabric.regions()}
+        for m in evicted:
+            assert m.hardware is not None
+            for region, (bitstream, _) in m.hardware.bitstreams.items():
+                if loaded.get(region) == bitstream.design and region not in {
+                    x.region for x in self._managed.values() if x.region
+                }:
+                    try:
+                        m.driver = m.hardware.driver(self.fabric.window(region))
+                        m.region = region
+                        self._switch_proxies(m, "hardware")
+                        steps.append(f"rolled back: service {m.service_id} back in hardware")
+                    except JuggleError:
+                        m.driver = None
+                        m.region = None
+                    break
+        if entering is not None:
+            steps.append(f"rolled back: service {entering.service_id} stays in {entering.tier}")
+
+    def set_tier(self, service_id: int, tier: str) -> JuggleReport:
+        """Serve ``service_id`` from ``tier`` (``software``, ``native`` or ``hardware``).
+
+        Raises :class:`UnknownServiceError`, :class:`TierUnavailableError` naming the tier,
+        or what :meth:`juggle` raises when entering hardware.
+        """
+        m = self._managed_of(service_id)
+        if tier not in TIERS or tier not in m.tiers():
+            raise TierUnavailableError(
+                f"service {service_id} ({m.interface_name}) has no {tier!r} tier "
+                f"(it has: {', '.join(m.tiers())})",
+                subject=tier,
+            )
+        if tier == "hardware":
+            return self.juggle(to_hardware=service_id)
+        with self._juggle_lock:
+            if m.tier == "hardware":
+                previous_home = m.home_tier
+                m.home_tier = tier
+                try:
+                    return self.juggle(to_hardware=None, to_software=[service_id])
+                finally:
+                    m.home_tier = previous_home
+            t0 = time.perf_counter()
+            steps: list[str] = []
+            self._to_soft(m, tier, steps)
+            m.home_tier = tier
+            return JuggleReport(
+                None,
+                (),
+                None,
+                tuple(steps),
+                0.0,
+                0.0,
+                (time.perf_counter() - t0) * 1e6,
+                {service_id: tier},
+            )
+
+    # -- controllers -------------------------------------------------------------------------
+
+    def set_foreground(self, app: str | None) -> list[JuggleReport]:
+        """Tell the runtime which application has the focus; runs the controller once."""
+        self._foreground = app
+        return self.control() if self.controller is not None else []
+
+    @property
+    def foreground(self) -> str | None:
+        """The application in focus (None: unknown)."""
+        return self._foreground
+
+    def set_controller(self, controller: Controller | None) -> None:
+        """Use ``controller`` (a policy) for :meth:`control`; None turns control off."""
+        if controller is not None and not isinstance(controller, Controller):
+            raise ControllerError(
+                f"{controller!r} is not a controller (needs name and decide(snapshot))",
+                subject=controller,
+            )
+        self.controller = controller
+
+    def snapshot(self) -> StatsSnapshot:
+        """What a controller reads: per-service statistics, regions, the foreground app."""
+        services = []
+        stats = {s.service_id: self.statistics(s.service_id) for s in self.services()}
+        total_rate = sum(s.rate_per_s for s in stats.values()) or 1.0
+        for snap in self.services():
+            st = stats[snap.service_id]
+            services.append(
+                ServiceStats(
+                    service_id=snap.service_id,
+                    interface=snap.interface,
+                    tier=snap.tier,
+                    region=snap.region,
+                    calls=st.total.calls,
+                    rate_per_s=st.rate_per_s,
+                    share=st.rate_per_s / total_rate,
+                    mean_us=st.total.mean_us,
+                    p50_us=st.total.p50_us,
+                    p99_us=st.total.p99_us,
+                    hardware_capable="hardware" in snap.tiers,
+                    per_consumer={c: s.calls for c, s in st.per_consumer.items()},
+                )
+            )
+        regions = tuple(RegionStats(r.name, r.state, r.service_id) for r in self.regions())
+        return StatsSnapshot(time.monotonic(), tuple(services), regions, self._foreground)
+
+    def control(self) -> list[JuggleReport]:
+        """Run the controller once on a fresh snapshot and carry out its juggles."""
+        if self.controller is None:
+            return []
+        actions: Sequence[JuggleAction] = self.controller.decide(self.snapshot())
+        reports = []
+        for action in actions:
+            try:
+                reports.append(self.juggle(action.to_hardware, action.to_software))
+            except JuggleError as exc:
+                self.controller_errors.append(f"{action}: {exc}")
+                log.warning("controller %s: %s failed: %s", self.controller.name, action, exc)
+        return reports
+
+    def start_control_loop(self, interval_s: float = 0.1) -> None:
+        """Run :meth:`control` every ``interval_s`` seconds in a background thread."""
+        if interval_s <= 0:
+            raise ValueError(f'"interval_s" must be > 0, got {interval_s!r}')
+        self.stop_control_loop()
+        self._loop_stop.clear()
+
+        def loop() -> None:
+            while not self._loop_stop.wait(interval_s):
+                self.control()
+
+        self._loop = threading.Thread(target=loop, name="juggle-controller", daemon=True)
+        self._loop.start()
+
+    def stop_control_loop(self) -> None:
+        """Stop the background control loop, if any."""
+        if self._loop is not None:
+            self._loop_stop.set()
+            self._loop.join()
+            self._loop = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the control loop and every module; leave the fabric empty."""
+        if self._closed:
+            return
+        self.stop_control_loop()
+        for module in list(self._modules.values()):
+            if module.state is ModuleState.ACTIVE:
+                module.stop()
+            module.uninstall()
+        self._closed = True
+
+    def __enter__(self) -> Framework:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        in_hw = sum(1 for m in self._managed.values() if m.tier == "hardware")
+        return (
+            f"<Framework {self.fabric.profile.board.name}: {len(self._modules)} modules, "
+            f"{len(self._managed)} services, {in_hw} in hardware>"
+        )
+

@@ -23,7 +23,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-simulate_app = typer.Typer(help="Virtual-time experiments of the seed papers.", no_args_is_help=True)
+simulate_app = typer.Typer(
+    help="Virtual-time experiments of the seed papers.", no_args_is_help=True
+)
 module_app = typer.Typer(help="Module descriptors: validate, schema.", no_args_is_help=True)
 app.add_typer(simulate_app, name="simulate")
 app.add_typer(module_app, name="module")

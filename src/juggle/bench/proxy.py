@@ -56,9 +56,7 @@ def proxy_overhead(quick: bool = False) -> dict[str, float]:
     proxy = build_proxy(NoopService, "bench.NoopService", 0, "bench", impl, "software")
     n = 20_000 if quick else 200_000
     rounds = 8 if quick else 30
-    ratio, d, p = best_ratio(
-        lambda: _loop_noop(impl, n), lambda: _loop_noop(proxy, n), rounds
-    )
+    ratio, d, p = best_ratio(lambda: _loop_noop(impl, n), lambda: _loop_noop(proxy, n), rounds)
     return {
         "proxy_overhead_ratio": ratio,
         "direct_call_ns": d / n,
@@ -98,9 +96,7 @@ def transparency(quick: bool = False) -> dict[str, float]:
                     target.encrypt(buf, size)
                 return time.perf_counter_ns() - t
 
-            ratio, d, p = best_ratio(
-                lambda: run(direct), lambda: run(proxy), 5 if quick else 15
-            )
+            ratio, d, p = best_ratio(lambda: run(direct), lambda: run(proxy), 5 if quick else 15)
             out[f"transparency_{label}"] = 1.0 / ratio
             out[f"tdes_native_direct_mb_s_{label}"] = size * n / d * 1e3
             out[f"tdes_native_proxy_mb_s_{label}"] = size * n / p * 1e3

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,6 @@ from juggle.errors import (
     DescriptorError,
     FabricError,
     JuggleError,
-    JuggleOperationError,
     MissingBitstreamError,
     ModuleError,
     SanityCheckError,
@@ -165,8 +164,8 @@ class _Managed:
         soft = [t for t in ("native", "software") if t in classes]
         if instance is not None:
             soft = ["software"]
-        self.home_tier = soft[0] if soft else "hardware"
-        self.tier = self.home_tier
+        self.home_tier: str = soft[0] if soft else "hardware"
+        self.tier: str = self.home_tier
         self.region: str | None = None
         self.driver: object | None = None
         self.shared: dict[str, object] = {}
@@ -279,8 +278,10 @@ class Framework:
     ) -> None:
         if trace_sample < 1 or trace_sample & (trace_sample - 1):
             raise ValueError(f'"trace_sample" must be a power of two >= 1, got {trace_sample!r}')
-        self.fabric = fabric if isinstance(fabric, Fabric) else open_fabric(
-            fabric, backend=backend, pace=pace
+        self.fabric = (
+            fabric
+            if isinstance(fabric, Fabric)
+            else open_fabric(fabric, backend=backend, pace=pace)
         )
         self.registry = Registry()
         self.interfaces = InterfaceCatalog()
@@ -318,9 +319,7 @@ class Framework:
             namespace.unload()
             raise
         with self._lock:
-            module = Module(
-                self, next(self._module_ids), source, descriptor, namespace, resolved
-            )
+            module = Module(self, next(self._module_ids), source, descriptor, namespace, resolved)
             self._modules[module.module_id] = module
         return module
 
@@ -592,7 +591,7 @@ class Framework:
             raise ServiceUnavailableError(
                 f"no service for interface {interface!r}{where}", subject=interface
             )
-        best = min(refs, key=lambda r: r.sort_key())
+        best = min(refs, key=lambda r: r.sort_key)
         return self.registry.get_service(best, consumer)
 
     def unget_service(self, proxy: ServiceProxy) -> bool:
@@ -724,8 +723,8 @@ class Framework:
                 for m in evicted:
                     if entering is None or m.region != region:
                         assert m.region is not None
-                        report = self.fabric.unload(m.region)
-                        bridge_ms += report.bridge_ms
+                        unloaded = self.fabric.unload(m.region)
+                        bridge_ms += unloaded.bridge_ms
                         steps.append(f"bridge closed on {m.region}; region released")
                     m.region = None
                     m.driver = None
@@ -883,8 +882,9 @@ class Framework:
                 m.home_tier = tier
                 try:
                     return self.juggle(to_hardware=None, to_software=[service_id])
-                finally:
+                except BaseException:
                     m.home_tier = previous_home
+                    raise
             t0 = time.perf_counter()
             steps: list[str] = []
             self._to_soft(m, tier, steps)
@@ -1007,4 +1007,3 @@ class Framework:
             f"<Framework {self.fabric.profile.board.name}: {len(self._modules)} modules, "
             f"{len(self._managed)} services, {in_hw} in hardware>"
         )
-

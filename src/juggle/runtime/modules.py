@@ -64,7 +64,8 @@ class ModuleSource:
                 if (location / name).is_file():
                     return cls(location, location, None, name)
             raise ModuleError(
-                f"no descriptor in {str(location)!r}: expected one of {', '.join(DESCRIPTOR_NAMES)}",
+                f"no descriptor in {str(location)!r}: expected one of "
+                f"{', '.join(DESCRIPTOR_NAMES)}",
                 subject=path,
             )
         if zipfile.is_zipfile(location):

@@ -24,6 +24,17 @@ _SUBS = 1 << _SUB_BITS
 
 COMPILED = dispatch.__name__.endswith("._dispatch")
 
+__all__ = [
+    "COMPILED",
+    "NBUCKETS",
+    "Accumulator",
+    "CallStats",
+    "bucket_range",
+    "dispatch",
+    "merge",
+    "ns_per_tick",
+]
+
 
 def bucket_range(bucket: int) -> tuple[int, int]:
     """Half-open tick range ``[low, high)`` covered by histogram ``bucket``."""

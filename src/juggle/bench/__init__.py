@@ -1,0 +1,95 @@
+"""The benchmark suite behind ``juggle bench`` (and ``benchmarks/``).
+
+Each group measures ratios or latencies in one run on this machine; none is a timed unit test.
+Groups: ``proxy`` (proxy overhead, acceleration transparency), ``alloc`` (allocator decision
+latency), ``sim`` (simulated packets per wall-clock second), ``oscall`` (ReconOS OS-call
+latencies; measured figures and modeled hardware cycles, labeled).
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from juggle.errors import ConfigurationError
+
+Group = Callable[[bool], dict[str, float]]
+
+#: what each figure's target is (from the issues), for the rendered table
+TARGETS: dict[str, tuple[str, float]] = {
+    "proxy_overhead_ratio": ("<=", 2.0),
+    "transparency_64": (">=", 0.95),
+    "transparency_1k": (">=", 0.99),
+    "alloc_p50_us": ("<=", 3.0),
+    "alloc_p99_us_64r_1000q": ("<=", 20.0),
+    "sim_packets_per_s": (">=", 200_000.0),
+}
+
+
+def _groups() -> dict[str, Group]:
+    from juggle.bench import alloc, oscall, proxy, sim
+
+    return {"proxy": proxy.run, "alloc": alloc.run, "sim": sim.run, "oscall": oscall.run}
+
+
+def run_bench(quick: bool = False, only: list[str] | None = None) -> dict[str, Any]:
+    """Run the suite; top-level keys are the figures, ``oscall`` is nested (see issue 5).
+
+    Raises :class:`ConfigurationError` naming an unknown group in ``only``.
+    """
+    groups = _groups()
+    unknown = [g for g in only or [] if g not in groups]
+    if unknown:
+        raise ConfigurationError(
+            f"unknown benchmark group(s) {', '.join(map(repr, unknown))} "
+            f"(groups: {', '.join(groups)})",
+            subject=unknown,
+        )
+    result: dict[str, Any] = {
+        "machine": f"{platform.machine()} {platform.python_implementation()} "
+        f"{platform.python_version()}",
+        "figure": "measured (wall clock, this machine) unless a key says modeled",
+    }
+    timings: dict[str, float] = {}
+    for name, run in groups.items():
+        if only and name not in only:
+            continue
+        t0 = time.perf_counter()
+        figures = run(quick)
+        timings[name] = round(time.perf_counter() - t0, 3)
+        if name == "oscall":
+            result["oscall"] = figures
+        else:
+            result.update(figures)
+    result["targets_met"] = {
+        key: (result[key] <= bound if op == "<=" else result[key] >= bound)
+        for key, (op, bound) in TARGETS.items()
+        if key in result
+    }
+    result["group_seconds"] = timings
+    return result
+
+
+def render_bench(result: dict[str, Any], console: Console) -> None:
+    """The suite's result as a rich table."""
+    table = Table(title=f"juggle bench ({result['machine']})")
+    for col in ("figure", "value", "target", "met"):
+        table.add_column(col)
+    for key, value in result.items():
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            target = TARGETS.get(key)
+            met = result["targets_met"].get(key)
+            table.add_row(
+                key,
+                f"{value:,.3f}",
+                f"{target[0]} {target[1]:g}" if target else "",
+                "" if met is None else ("[green]yes[/green]" if met else "[red]no[/red]"),
+            )
+    for key, value in result.get("oscall", {}).items():
+        table.add_row(f"oscall.{key}", f"{value:,.3f}", "", "")
+    console.print(table)

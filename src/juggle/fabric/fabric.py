@@ -1,0 +1,316 @@
+"""The fabric facade: one board's regions, its manager and bridges, behind one object.
+
+The runtime sees the FPGA through a :class:`Fabric`: it checks a bitstream against a region
+without touching anything (:meth:`Fabric.check`), programs and unloads regions
+(:meth:`Fabric.program`, :meth:`Fabric.unload`), hands out the MMIO window of a loaded design
+(:meth:`Fabric.window`) and reports snapshots. The backend (``"sim"`` or ``"linux"``) only
+supplies operation tables; the order of steps and the rollback live in
+:mod:`juggle.fabric.region`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from juggle.errors import (
+    BackendError,
+    BitstreamFormatError,
+    BitstreamTooLargeError,
+    FabricError,
+    PartMismatchError,
+    RegionMismatchError,
+    ResourceError,
+)
+from juggle.fabric.backend import Backend
+from juggle.fabric.bitstream import Bitstream, normalize_part, parse_bitstream
+from juggle.fabric.bridge import Bridge
+from juggle.fabric.faults import FaultInjector
+from juggle.fabric.manager import FpgaManager, ManagerStatistics
+from juggle.fabric.mmio import MMIO
+from juggle.fabric.profiles import BoardProfile, load_profile
+from juggle.fabric.region import FpgaRegion, ProgramReport, RegionSnapshot
+from juggle.fabric.resources import Resources
+from juggle.fabric.sim.backend import SimBackend
+from juggle.fabric.sim.catalog import ModelCatalog
+from juggle.fabric.sim.clock import ModelClock
+
+__all__ = ["Fabric", "FabricStatistics", "open_fabric"]
+
+BACKENDS = ("sim", "linux")
+
+
+@dataclass(frozen=True, slots=True)
+class FabricStatistics:
+    """A snapshot of a fabric. ``clock_ns`` and the ``modeled_*`` totals are MODELED."""
+
+    board: str
+    backend: str
+    clock_ns: int
+    programs: int
+    failed_programs: int
+    unloads: int
+    bytes_programmed: int
+    modeled_reconfiguration_ms: float
+    modeled_bridge_ms: float
+    manager: ManagerStatistics
+    regions: tuple[RegionSnapshot, ...]
+
+
+class Fabric:
+    """A board's reconfigurable fabric, driven through ``backend``'s operation tables."""
+
+    def __init__(
+        self, profile: BoardProfile, backend: Backend, clock: ModelClock, models: ModelCatalog
+    ) -> None:
+        self.profile = profile
+        self.clock = clock
+        self.models = models
+        self._backend = backend
+        self._manager = FpgaManager(backend.manager_ops())
+        self._regions = {
+            r.name: FpgaRegion(
+                r, profile, self._manager, Bridge(r.name, backend.bridge_ops(r)), backend
+            )
+            for r in profile.regions
+        }
+        self._lock = threading.Lock()
+        self._programs = 0
+        self._failed = 0
+        self._unloads = 0
+        self._bytes = 0
+        self._reconfig_ms = 0.0
+        self._bridge_ms = 0.0
+        self._closed = False
+
+    @property
+    def backend(self) -> str:
+        """The backend's name (``"sim"``, ``"linux"``)."""
+        return self._backend.name
+
+    @property
+    def faults(self) -> FaultInjector:
+        """The fault injector (simulated backend only).
+
+        Raises :class:`~juggle.errors.BackendError` on a backend without fault injection.
+        """
+        faults = self._backend.faults
+        if faults is None:
+            raise BackendError(f"backend {self.backend!r} offers no fault injection", self)
+        return faults
+
+    @property
+    def manager(self) -> FpgaManager:
+        """The device's FPGA manager (one configuration port for all regions)."""
+        return self._manager
+
+    def region_names(self) -> tuple[str, ...]:
+        """The regions' names, in profile order."""
+        return tuple(self._regions)
+
+    def region(self, name: str) -> FpgaRegion:
+        """The region called ``name``. Raises :class:`~juggle.errors.UnknownRegionError`."""
+        return self._regions[self.profile.region(name).name]
+
+    def check(self, bitstream: Bitstream, region: str, resources: Resources | None = None) -> None:
+        """Whether ``bitstream`` (needing ``resources``) may go into ``region``; changes nothing.
+
+        Raises, in this order: :class:`~juggle.errors.UnknownRegionError`,
+        :class:`~juggle.errors.PartMismatchError`, :class:`~juggle.errors.RegionMismatchError`,
+        :class:`~juggle.errors.BitstreamTooLargeError`, :class:`~juggle.errors.ResourceError`,
+        then the backend's refusal (:class:`~juggle.errors.UnknownDesignError` on the
+        simulator), each naming the values that disagree.
+        """
+        target = self.region(region).profile
+        board_part = self.profile.board.part
+        if normalize_part(bitstream.part) != normalize_part(board_part):
+            raise PartMismatchError(
+                f"bitstream {bitstream.source!r} is built for part {bitstream.part!r}, "
+                f"board {self.profile.name!r} is {board_part!r}",
+                bitstream,
+            )
+        if bitstream.region != region:
+            found = (
+                "carries no Region= tag"
+                if bitstream.region is None
+                else f"is built for region {bitstream.region!r}"
+            )
+            raise RegionMismatchError(
+                f"bitstream {bitstream.source!r} {found}, not {region!r}", bitstream
+            )
+        if bitstream.size > target.max_bitstream_bytes:
+            raise BitstreamTooLargeError(
+                f"bitstream {bitstream.source!r} is {bitstream.size} bytes, region {region!r} "
+                f"takes at most {target.max_bitstream_bytes}",
+                bitstream,
+            )
+        if resources is not None and not resources.fits_in(target.resources):
+            raise ResourceError(
+                f"design {bitstream.design!r} does not fit region {region!r}: "
+                f"{resources.describe_shortfall(target.resources)}",
+                resources,
+            )
+        self._backend.check_design(bitstream.design, target)
+
+    def program(
+        self,
+        region: str,
+        bitstream: Bitstream,
+        data: bytes,
+        *,
+        resources: Resources | None = None,
+        owner: str | None = None,
+    ) -> ProgramReport:
+        """Check, then program ``data`` (the whole file ``bitstream`` describes) into ``region``.
+
+        Steps, in order: take region, close bridge, write through the manager, open bridge,
+        attach the design's window. Raises what :meth:`check` raises (nothing changed),
+        :class:`~juggle.errors.BitstreamFormatError` if ``data`` is not the file ``bitstream``
+        was parsed from (nothing changed), :class:`~juggle.errors.RegionBusyError`, and the
+        failing step's error; a failure before the write leaves the previous design loaded,
+        one from the write on leaves the region in ERROR (see :mod:`juggle.fabric.region`).
+        """
+        self._check_open()
+        self.check(bitstream, region, resources)
+        if parse_bitstream(data, source=bitstream.source) != bitstream:
+            raise BitstreamFormatError(
+                f"data ({len(data)} bytes) is not the file {bitstream.source!r} describes "
+                f"({bitstream.size} bytes)",
+                bitstream,
+            )
+        try:
+            report = self.region(region).program(bitstream, data, resources=resources, owner=owner)
+        except FabricError:
+            with self._lock:
+                self._failed += 1
+            raise
+        with self._lock:
+            self._programs += 1
+            self._bytes += report.bytes
+            self._reconfig_ms += report.reconfiguration_ms
+            self._bridge_ms += report.bridge_ms
+        return report
+
+    def unload(self, region: str) -> ProgramReport:
+        """Close ``region``'s bridge and forget its design (EMPTY afterwards).
+
+        Raises :class:`~juggle.errors.UnknownRegionError`, :class:`~juggle.errors.RegionBusyError`
+        and :class:`~juggle.errors.BridgeError` (nothing changed).
+        """
+        self._check_open()
+        report = self.region(region).unload()
+        with self._lock:
+            self._unloads += 1
+            self._bridge_ms += report.bridge_ms
+        return report
+
+    def window(self, region: str) -> MMIO:
+        """The MMIO window of the design loaded in ``region``.
+
+        Raises :class:`~juggle.errors.UnknownRegionError`, :class:`~juggle.errors.RegionBusyError`
+        while it is programmed and :class:`~juggle.errors.RegionEmptyError` when it holds none.
+        """
+        return self.region(region).window()
+
+    def regions(self) -> tuple[RegionSnapshot, ...]:
+        """Snapshots of every region, in profile order."""
+        return tuple(r.snapshot() for r in self._regions.values())
+
+    def statistics(self) -> FabricStatistics:
+        """A frozen snapshot of the fabric."""
+        with self._lock:
+            counters = (
+                self._programs,
+                self._failed,
+                self._unloads,
+                self._bytes,
+                self._reconfig_ms,
+                self._bridge_ms,
+            )
+        return FabricStatistics(
+            self.profile.name,
+            self.backend,
+            self.clock.now_ns,
+            *counters,
+            manager=self._manager.statistics(),
+            regions=self.regions(),
+        )
+
+    def close(self) -> None:
+        """Release the backend (windows, files). Later programs raise BackendError."""
+        if not self._closed:
+            self._closed = True
+            self._backend.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise BackendError(f"fabric {self.profile.name!r} is closed", self)
+
+    def __enter__(self) -> Fabric:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        parts = ", ".join(
+            f"{s.name}={s.state}" + (f"({s.design})" if s.design else "") for s in self.regions()
+        )
+        return (
+            f"<Fabric {self.profile.name} on {self.backend}: {parts}; "
+            f"clock {self.clock.now_ns / 1e6:.3f} ms modeled>"
+        )
+
+
+def open_fabric(
+    profile: str | Path | BoardProfile = "xupv2p",
+    *,
+    backend: str = "sim",
+    pace: bool = False,
+    models: ModelCatalog | None = None,
+    **backend_options: Any,
+) -> Fabric:
+    """Open a board's fabric: a built-in profile name, a profile path, or a loaded profile.
+
+    ``backend="sim"`` simulates the board (``pace=True`` keeps the modeled clock in step with
+    the wall clock); ``backend="linux"`` drives the kernel's FPGA Manager, bridges and UIO
+    under ``root=`` (see :func:`juggle.fabric.linux.open_linux_backend` for its options).
+    ``models`` defaults to :meth:`ModelCatalog.builtin`.
+    Raises :class:`~juggle.errors.ProfileError` for a bad profile and
+    :class:`~juggle.errors.BackendError` for an unknown backend or option.
+    """
+    board = profile if isinstance(profile, BoardProfile) else load_profile(profile)
+    catalog = models if models is not None else ModelCatalog.builtin()
+    clock = ModelClock(pace=pace)
+    impl: Backend
+    if backend == "sim":
+        if backend_options:
+            raise BackendError(
+                f"backend 'sim' takes no options, got {sorted(backend_options)}", backend_options
+            )
+        impl = SimBackend(board, clock, catalog)
+    elif backend == "linux":
+        from juggle.fabric.linux.backend import open_linux_backend
+
+        allowed = set(inspect.signature(open_linux_backend).parameters) - {"profile"}
+        unknown = sorted(set(backend_options) - allowed)
+        if unknown:
+            raise BackendError(
+                f"backend 'linux' has no option(s) {unknown} (options: {sorted(allowed)})",
+                unknown,
+            )
+        impl = open_linux_backend(board, **backend_options)
+    else:
+        raise BackendError(
+            f'"backend" must be one of {", ".join(BACKENDS)}, got {backend!r}', backend
+        )
+    return Fabric(board, impl, clock, catalog)

@@ -1,0 +1,304 @@
+"""Regions: where programming is orchestrated, in one fixed order, undone in reverse.
+
+As ``fpga_region_program_fpga`` in Linux: take the region, hold the configuration port, close
+the region's bridge, write the bitstream through the manager, open the bridge, attach the new
+design's window. A failure is undone in reverse (``contextlib.ExitStack``), and what the
+region looks like afterwards depends on how far it got:
+
+* before the write (taking the region, closing the bridge): nothing changed. The previous
+  design is still loaded, its bridge is reopened and its window serves again.
+* from the write on (``write_init``/``write``/``write_complete``, opening the bridge,
+  attaching the window): the previous configuration is overwritten, so the region goes to
+  ``ERROR``, its bridge is left closed, and :attr:`RegionSnapshot.error` names the step that
+  broke. Programming again (or unloading) recovers it.
+
+Region states here are the fabric's physical view (EMPTY, PROGRAMMING, PROGRAMMED, ERROR);
+the allocator's Ker-ONE states (Idle, Busy, Preempt, ...) live in the decision core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from enum import Enum
+from types import TracebackType
+
+from juggle.errors import FabricError, RegionBusyError, RegionEmptyError
+from juggle.fabric.backend import Backend
+from juggle.fabric.bitstream import Bitstream
+from juggle.fabric.bridge import Bridge
+from juggle.fabric.manager import FpgaManager
+from juggle.fabric.mmio import MMIO
+from juggle.fabric.profiles import BoardProfile, RegionProfile
+from juggle.fabric.resources import Resources
+
+__all__ = ["FpgaRegion", "ProgramReport", "RegionSnapshot", "RegionState"]
+
+_ExitCallback = Callable[
+    [type[BaseException] | None, BaseException | None, TracebackType | None], bool
+]
+
+_PS_PER_MS = 10**9
+
+
+class RegionState(Enum):
+    """The physical state of a region."""
+
+    EMPTY = "empty"
+    PROGRAMMING = "programming"
+    PROGRAMMED = "programmed"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramReport:
+    """What one program (or unload) did and cost.
+
+    ``reconfiguration_ms``, ``bridge_ms`` and ``modeled_total_ms`` are MODELED from the board
+    profile (config port throughput, bridge switch time); ``measured_wall_ms`` is the
+    wall-clock time the call took here (measured).
+    """
+
+    region: str
+    design: str | None
+    bytes: int
+    reconfiguration_ms: float
+    bridge_ms: float
+    modeled_total_ms: float
+    measured_wall_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class RegionSnapshot:
+    """A region as it is now.
+
+    ``resources`` is the region's capacity, ``used`` what the loaded module declared it needs
+    (``None`` when not given), ``error`` the step that broke when ``state == "ERROR"``.
+    """
+
+    name: str
+    state: str
+    design: str | None
+    owner: str | None
+    resources: Resources
+    used: Resources | None
+    bitstreams_loaded: int
+    bridge_enabled: bool
+    error: str | None
+    adjacent: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    design: str
+    owner: str | None
+    used: Resources | None
+    window: MMIO
+
+
+class FpgaRegion:
+    """One partially reconfigurable region, its bridge and the device's shared manager."""
+
+    def __init__(
+        self,
+        profile: RegionProfile,
+        board: BoardProfile,
+        manager: FpgaManager,
+        bridge: Bridge,
+        backend: Backend,
+    ) -> None:
+        self.profile = profile
+        self.name = profile.name
+        self._board = board
+        self._manager = manager
+        self._bridge = bridge
+        self._backend = backend
+        self._take_lock = threading.Lock()
+        self._guard = threading.Lock()
+        self._state = RegionState.EMPTY
+        self._loaded: _Loaded | None = None
+        self._error: str | None = None
+        self._count = 0
+
+    @property
+    def state(self) -> RegionState:
+        """The region's current state."""
+        return self._state
+
+    @property
+    def bridge(self) -> Bridge:
+        """The region's bridge."""
+        return self._bridge
+
+    def window(self) -> MMIO:
+        """The loaded design's window.
+
+        Raises :class:`~juggle.errors.RegionBusyError` while programming and
+        :class:`~juggle.errors.RegionEmptyError` when no usable design is loaded.
+        """
+        with self._guard:
+            state, loaded, error = self._state, self._loaded, self._error
+        if state is RegionState.PROGRAMMING:
+            raise RegionBusyError(f"region {self.name!r} is being programmed", self.name)
+        if loaded is None:
+            why = f"ERROR after a failed program ({error})" if error else "EMPTY"
+            raise RegionEmptyError(f"region {self.name!r} holds no design: {why}", self.name)
+        return loaded.window
+
+    def program(
+        self,
+        bitstream: Bitstream,
+        data: bytes,
+        *,
+        resources: Resources | None,
+        owner: str | None,
+    ) -> ProgramReport:
+        """Program ``bitstream`` (checked by the caller) into this region.
+
+        Raises :class:`~juggle.errors.RegionBusyError` if another program or unload holds the
+        region, and the failing step's error (:class:`~juggle.errors.BridgeError`,
+        :class:`~juggle.errors.ProgrammingError`, :class:`~juggle.errors.WindowAttachError`);
+        see the module docstring for the state a failure leaves.
+        """
+        started = time.perf_counter()
+        progress = _Progress()
+        with ExitStack() as undo:
+            undo.enter_context(self._taken())  # 1. take the region
+            undo.enter_context(self._manager.locked())  # 2. hold the config port
+            undo.push(self._undo_program(progress))  # on failure: reopen, or ERROR
+            progress.step = "bridge_disable"
+            self._bridge.disable()  # 3. isolate the region
+            progress.step, progress.overwritten = "config_write", True
+            self._detach()  # the old design's window dies with its logic
+            self._manager.load(bitstream, data)  # 4. write the bitstream
+            progress.step = "bridge_enable"
+            self._bridge.enable()  # 5. reconnect
+            progress.step = "model_load"
+            window = self._backend.attach(self.profile, bitstream.design)  # 6.
+            with self._guard:
+                self._loaded = _Loaded(bitstream.design, owner, resources, window)
+                self._state, self._error = RegionState.PROGRAMMED, None
+                self._count += 1
+        transfer = self._board.config_port.transfer_ps(len(data)) / _PS_PER_MS
+        switches = 2 * self._board.bridge.switch_ps / _PS_PER_MS
+        return ProgramReport(
+            region=self.name,
+            design=bitstream.design,
+            bytes=len(data),
+            reconfiguration_ms=transfer,
+            bridge_ms=switches,
+            modeled_total_ms=transfer + switches,
+            measured_wall_ms=(time.perf_counter() - started) * 1e3,
+        )
+
+    def unload(self) -> ProgramReport:
+        """Close the bridge and forget the design; the region becomes EMPTY.
+
+        Unloading an EMPTY region changes nothing and costs nothing. Raises
+        :class:`~juggle.errors.RegionBusyError` if the region is held and
+        :class:`~juggle.errors.BridgeError` if the bridge does not close (nothing changes).
+        """
+        started = time.perf_counter()
+        with self._taken() as before:
+            if before is RegionState.EMPTY:
+                return ProgramReport(self.name, None, 0, 0.0, 0.0, 0.0, 0.0)
+            design = self._loaded.design if self._loaded else None
+            self._bridge.disable()
+            self._detach()
+            with self._guard:
+                self._state, self._error = RegionState.EMPTY, None
+        switch = self._board.bridge.switch_ps / _PS_PER_MS
+        wall = (time.perf_counter() - started) * 1e3
+        return ProgramReport(self.name, design, 0, 0.0, switch, switch, wall)
+
+    @contextmanager
+    def _taken(self) -> Iterator[RegionState]:
+        if not self._take_lock.acquire(blocking=False):
+            raise RegionBusyError(f"region {self.name!r} is busy being programmed", self.name)
+        with self._guard:
+            before = self._state
+            self._state = RegionState.PROGRAMMING
+        try:
+            yield before
+        finally:
+            with self._guard:
+                if self._state is RegionState.PROGRAMMING:
+                    self._state = before  # nothing happened that changed the region
+            self._take_lock.release()
+
+    def _detach(self) -> None:
+        with self._guard:
+            self._loaded = None
+        self._backend.detach(self.profile)
+
+    def _undo_program(self, progress: _Progress) -> _ExitCallback:
+        def undo(
+            exc_type: type[BaseException] | None,
+            exc: BaseException | None,
+            tb: TracebackType | None,
+        ) -> bool:
+            if exc is None:
+                return False
+            if not progress.overwritten:
+                self._reopen()
+            else:
+                self._fail(progress.step, exc)
+            return False
+
+        return undo
+
+    def _reopen(self) -> None:
+        if self._loaded is None:
+            return  # an empty or failed region stays isolated
+        try:
+            if not self._bridge.enabled:
+                self._bridge.enable()  # the previous design serves again
+        except FabricError as exc:
+            self._fail("bridge_enable (while undoing)", exc)
+
+    def _fail(self, step: str, exc: BaseException) -> None:
+        self._detach()
+        self._isolate()
+        with self._guard:
+            self._state = RegionState.ERROR
+            self._error = f"{step}: {exc}"
+
+    def _isolate(self) -> None:
+        """Keep a broken region off the bus (best effort: the original error wins)."""
+        with contextlib.suppress(FabricError, OSError):
+            if self._bridge.enabled:
+                self._bridge.disable()
+
+    def snapshot(self) -> RegionSnapshot:
+        """A frozen snapshot of the region."""
+        with self._guard:
+            state, loaded, error, count = self._state, self._loaded, self._error, self._count
+        return RegionSnapshot(
+            name=self.name,
+            state=state.name,
+            design=loaded.design if loaded else None,
+            owner=loaded.owner if loaded else None,
+            resources=self.profile.resources,
+            used=loaded.used if loaded else None,
+            bitstreams_loaded=count,
+            bridge_enabled=self._bridge.enabled,
+            error=error,
+            adjacent=self.profile.adjacent,
+        )
+
+    def __repr__(self) -> str:
+        snap = self.snapshot()
+        design = f" {snap.design}" if snap.design else ""
+        return f"<FpgaRegion {self.name} {snap.state}{design}, {snap.bitstreams_loaded} loaded>"
+
+
+class _Progress:
+    """How far a program got: the step in progress and whether the old design is gone."""
+
+    def __init__(self) -> None:
+        self.step = "take"
+        self.overwritten = False

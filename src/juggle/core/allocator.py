@@ -1,0 +1,840 @@
+"""The Ker-ONE fabric allocator: requests in, solutions and actions out (paper 4.3-4.4).
+
+Think of a small restaurant with three tables of different sizes. A guest (a tenant's virtual
+device) that finds its table taken asks the host (:meth:`Allocator.request`). The host seats it
+at the smallest free table that fits (Assign), or, for a guest of higher rank, asks a lower-rank
+diner to leave after the current course (Preempt, at the task's next consistency point); a table
+laid for another menu is re-laid first (Reconfig). Otherwise the guest waits in line: highest
+rank first, first come first served within a rank. A freshly seated guest's table is held for
+it for ``hold_us``. Equal ranks never displace each other and a real-time diner is never asked
+to leave.
+
+The allocator is deterministic and clock-free: every entry point takes the current time
+``now`` (microseconds, any monotonic origin) and returns what to do as action values
+(:mod:`juggle.core.actions`). The shell reports back what happened: ``start``/``finish`` of a
+computation, ``stopped`` at a consistency point, ``reconfigured`` (or failed), and the passing
+of time with ``advance``. Time that passes also lets holds expire; the actions that causes are
+returned by the next call.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from juggle.core.actions import (
+    Action,
+    Solution,
+    SolutionKind,
+    connect_actions,
+    evict_actions,
+    reconfigure,
+)
+from juggle.core.allocstats import (
+    AllocatorStats,
+    DeviceStats,
+    RegionSnapshot,
+    TenantStats,
+    WaitingRequest,
+)
+from juggle.core.regionfsm import RegionMachine, RegionState
+from juggle.core.taskindex import TaskDescriptor, TaskIndex
+from juggle.core.tenants import (
+    DeviceInterface,
+    DeviceState,
+    ProgrammingModel,
+    Tenant,
+    VirtualDevice,
+)
+from juggle.errors import (
+    AllocatorError,
+    DeviceStateError,
+    DuplicateTenantError,
+    IllegalTransitionError,
+    NoCompatibleRegionError,
+    PriorityError,
+    TimeOrderError,
+    UnknownDeviceError,
+    UnknownRegionError,
+    UnknownTenantError,
+)
+
+if TYPE_CHECKING:
+    from juggle.fabric.profiles import BoardProfile
+
+__all__ = ["Allocator", "RegionSlot"]
+
+_IDLE = RegionState.IDLE
+_BUSY = RegionState.BUSY
+_PREEMPT = RegionState.PREEMPT
+_SWITCH = RegionState.SWITCH
+_RECONFIG = RegionState.RECONFIG
+_HOLD = RegionState.HOLD
+_ERROR = RegionState.ERROR
+_DISCONNECTED = DeviceState.DISCONNECTED
+_WAITING = DeviceState.WAITING
+_PENDING = DeviceState.PENDING
+_CONNECTED = DeviceState.CONNECTED
+_ASSIGN = SolutionKind.ASSIGN
+_PREEMPT_KIND = SolutionKind.PREEMPT
+_UNAVAILABLE = SolutionKind.UNAVAILABLE
+_INF = float("inf")
+_NO_DESIGN = -1
+
+
+class RegionSlot(RegionMachine):
+    """The allocator's descriptor of one region (the paper's PRR Descriptor): state, loaded
+    design, connected client and its priority, and the solution in progress, if any.
+
+    Internal and mutable; readers get :class:`~juggle.core.allocstats.RegionSnapshot`.
+    """
+
+    __slots__ = (
+        "client",
+        "design",
+        "dev_ids",
+        "hold_refs",
+        "hold_until",
+        "incoming",
+        "incoming_desc",
+        "incoming_reconfig",
+        "index",
+        "occ_prio",
+        "occ_rt",
+        "slices",
+    )
+
+    def __init__(self, name: str, index: int, slices: int) -> None:
+        super().__init__(name)
+        self.index = index
+        self.slices = slices
+        self.design = _NO_DESIGN
+        self.client: VirtualDevice | None = None
+        self.occ_prio = -1
+        self.occ_rt = False
+        self.incoming: VirtualDevice | None = None
+        self.incoming_desc: TaskDescriptor | None = None
+        self.incoming_reconfig = False
+        self.hold_until = _INF
+        self.hold_refs = 0
+        self.dev_ids: tuple[int, ...] = ()
+
+
+class Allocator:
+    """Arbitrates the regions of one fabric among tenants (see the module docstring).
+
+    ``priority_levels`` priorities exist, 0 (lowest) to ``priority_levels - 1``, which is the
+    real-time class; general-purpose tenants get 0 unless told otherwise. ``hold_us`` is how
+    long an allocated region stays reserved for its client before it may be reassigned.
+
+    Raises :class:`~juggle.errors.PriorityError` if ``priority_levels < 2`` and
+    :class:`~juggle.errors.AllocatorError` if ``hold_us`` is negative.
+    """
+
+    def __init__(
+        self, index: TaskIndex, *, priority_levels: int = 2, hold_us: float = 100.0
+    ) -> None:
+        if priority_levels < 2:
+            raise PriorityError(
+                f'"priority_levels" must be >= 2 (one general-purpose, one real-time); got '
+                f"{priority_levels}",
+                subject=priority_levels,
+            )
+        if not hold_us >= 0:
+            raise AllocatorError(f'"hold_us" must be >= 0; got {hold_us}', subject=hold_us)
+        self._index = index
+        self._levels = priority_levels
+        self._top = priority_levels - 1
+        self._hold_us = float(hold_us)
+        self._slots = tuple(RegionSlot(r.name, i, r.slices) for i, r in enumerate(index.regions))
+        self._slot_by_name = {s.name: s for s in self._slots}
+        self._dev_names = tuple(d.name for d in index.devices)
+        self._dev_id = {name: i for i, name in enumerate(self._dev_names)}
+        self._compat = tuple(
+            tuple((self._slot_by_name[t.region], t) for t in index.compatible(name))
+            for name in self._dev_names
+        )
+        for slot in self._slots:
+            slot.dev_ids = tuple(
+                i for i, seats in enumerate(self._compat) if any(s is slot for s, _ in seats)
+            )
+        self._queues = tuple(
+            tuple(deque[VirtualDevice]() for _ in range(priority_levels)) for _ in self._dev_names
+        )
+        self._waiting_at = [0] * priority_levels
+        self._holds: deque[RegionSlot] = deque()
+        self._next_expiry = _INF
+        self._outbox: list[Action] = []
+        self._tenants: dict[str, Tenant] = {}
+        self._now = float("-inf")
+        self._seq = 0
+        self._requests = 0
+        self._paths = [0, 0, 0, 0, 0]
+        self._preemptions = 0
+        self._reconfigs = 0
+        self._reconfig_failures = 0
+        self._expiries = 0
+        self._withdrawn = 0
+
+    @classmethod
+    def from_profile(
+        cls, profile: BoardProfile, *, priority_levels: int = 2, hold_us: float = 100.0
+    ) -> Allocator:
+        """An allocator over a board profile's ``[[devices]]`` and regions.
+
+        Raises :class:`~juggle.errors.TaskIndexError` if the profile lists no devices, and
+        what :class:`Allocator` raises for bad arguments.
+        """
+        return cls(
+            TaskIndex.from_profile(profile), priority_levels=priority_levels, hold_us=hold_us
+        )
+
+    # -- configuration -------------------------------------------------------------------
+
+    @property
+    def index(self) -> TaskIndex:
+        """The hardware task index this allocator places devices by."""
+        return self._index
+
+    @property
+    def priority_levels(self) -> int:
+        """Number of priority levels; the highest, ``priority_levels - 1``, is real-time."""
+        return self._levels
+
+    @property
+    def realtime_priority(self) -> int:
+        """The real-time class's priority."""
+        return self._top
+
+    @property
+    def hold_us(self) -> float:
+        """How long an allocated region stays reserved for its client."""
+        return self._hold_us
+
+    def add_tenant(
+        self,
+        name: str,
+        *,
+        realtime: bool = False,
+        priority: int | None = None,
+        model: ProgrammingModel = ProgrammingModel.NATIVE,
+    ) -> Tenant:
+        """Register a tenant with one virtual device per device of the index.
+
+        A real-time tenant gets the top priority; a general-purpose one gets ``priority``
+        (default 0), which must lie below it.
+
+        Raises :class:`~juggle.errors.DuplicateTenantError` for a name already taken and
+        :class:`~juggle.errors.PriorityError` for a priority out of range for the class.
+        """
+        if name in self._tenants:
+            raise DuplicateTenantError(f"tenant {name!r} is already registered", subject=name)
+        if realtime:
+            if priority is not None and priority != self._top:
+                raise PriorityError(
+                    f'"priority" of real-time tenant {name!r} must be {self._top}; got {priority}',
+                    subject=priority,
+                )
+            prio = self._top
+        else:
+            prio = 0 if priority is None else priority
+            if not 0 <= prio < self._top:
+                raise PriorityError(
+                    f'"priority" of general-purpose tenant {name!r} must be in 0..{self._top - 1}'
+                    f"; got {prio}",
+                    subject=prio,
+                )
+        tenant = Tenant(name, prio, realtime, model)
+        for dev_id, spec in enumerate(self._index.devices):
+            tenant.devices[spec.name] = VirtualDevice(
+                tenant, spec.name, dev_id, self._compat[dev_id], spec.context_bytes
+            )
+        self._tenants[name] = tenant
+        return tenant
+
+    def tenant(self, name: str) -> Tenant:
+        """The tenant called ``name``.
+
+        Raises :class:`~juggle.errors.UnknownTenantError`.
+        """
+        tenant = self._tenants.get(name)
+        if tenant is None:
+            raise self._unknown_tenant(name)
+        return tenant
+
+    def interface(self, tenant: str, device: str) -> DeviceInterface:
+        """``tenant``'s own interface of ``device`` (registers and context buffer).
+
+        Raises :class:`~juggle.errors.UnknownTenantError` or
+        :class:`~juggle.errors.UnknownDeviceError`.
+        """
+        return self._vdev(tenant, device).interface
+
+    # -- events in, actions out ----------------------------------------------------------
+
+    def request(
+        self, tenant: str, device: str, now: float, *, priority: int | None = None
+    ) -> Solution:
+        """``tenant`` touched its disconnected ``device``: find a solution now.
+
+        Idle compatible regions come first, smallest first; otherwise the smallest busy region
+        whose running task has a lower priority and is not real-time is preempted; otherwise
+        the request waits (Unavailable). ``priority`` defaults to the tenant's and may only be
+        lowered. Nothing changes when this raises.
+
+        Raises :class:`~juggle.errors.UnknownTenantError`,
+        :class:`~juggle.errors.UnknownDeviceError`, :class:`~juggle.errors.PriorityError`,
+        :class:`~juggle.errors.NoCompatibleRegionError` (no region can hold the device),
+        :class:`~juggle.errors.TimeOrderError` (``now`` before an earlier event) and
+        :class:`~juggle.errors.DeviceStateError` (the device is connected or already has an
+        outstanding request).
+        """
+        t = self._tenants.get(tenant)
+        if t is None:
+            raise self._unknown_tenant(tenant)
+        vd = t.devices.get(device)
+        if vd is None:
+            raise self._unknown_device(device)
+        if priority is None:
+            prio = t.priority
+        elif not 0 <= priority <= t.priority:
+            raise self._bad_priority(t, priority)
+        else:
+            prio = priority
+        if not vd.compat:
+            raise NoCompatibleRegionError(
+                f"no region of the fabric can hold device {device!r}", subject=device
+            )
+        if not now >= self._now:  # also refuses NaN
+            raise self._time_error(now)
+        if vd.state is not _DISCONNECTED:
+            raise self._state_error(vd, "request")
+        self._now = now
+        pre = self._begin(now) if (self._outbox or self._next_expiry <= now) else None
+        self._seq += 1
+        vd.seq = self._seq
+        vd.priority = prio
+        vd.requested_at = now
+        self._requests += 1
+        return self._search(vd, now, pre)
+
+    def start(self, tenant: str, device: str, now: float) -> list[Action]:
+        """``tenant`` starts a computation on its connected ``device`` (Hold/Idle → Busy).
+
+        A waiting request of higher priority may then preempt it right away.
+
+        Raises :class:`~juggle.errors.UnknownTenantError`,
+        :class:`~juggle.errors.UnknownDeviceError`, :class:`~juggle.errors.TimeOrderError`
+        and :class:`~juggle.errors.DeviceStateError` (not connected, already running, or its
+        region was given away when its hold expired before ``now``).
+        """
+        vd = self._vdev(tenant, device)
+        self._check_time(now)
+        slot = vd.region
+        if vd.state is not _CONNECTED or slot is None or slot.state not in (_HOLD, _IDLE):
+            raise self._state_error(vd, "start")
+        expired_at = slot.hold_until
+        out = self._begin(now)
+        if vd.state is not _CONNECTED:
+            self._outbox = out
+            raise DeviceStateError(
+                f"{tenant}/{device}: its hold on region {slot.name!r} expired at "
+                f"{expired_at} and the region was given to a waiting request; request again",
+                subject=(tenant, device),
+            )
+        slot.to(_BUSY)
+        if not slot.occ_rt:
+            self._serve_busy(slot, now, out)
+        return out
+
+    def finish(self, tenant: str, device: str, now: float) -> list[Action]:
+        """``tenant``'s computation on ``device`` is over (Busy → Idle; the device stays
+        connected until someone needs the region). If a preemption was pending, this is the
+        consistency point it waited for: the region goes to the preempting request.
+
+        Raises :class:`~juggle.errors.UnknownTenantError`,
+        :class:`~juggle.errors.UnknownDeviceError`, :class:`~juggle.errors.TimeOrderError`
+        and :class:`~juggle.errors.DeviceStateError` (the device is not running).
+        """
+        vd = self._vdev(tenant, device)
+        self._check_time(now)
+        slot = vd.region
+        if vd.state is not _CONNECTED or slot is None or slot.state not in (_BUSY, _PREEMPT):
+            raise self._state_error(vd, "finish")
+        out = self._begin(now)
+        if slot.state is _PREEMPT:
+            self._switch(slot, now, out, requeue=False)
+        else:
+            slot.to(_IDLE)
+            self._serve_idle(slot, now, out)
+        return out
+
+    def stopped(self, region: str, now: float) -> list[Action]:
+        """The task being preempted in ``region`` reached a consistency point (IRQ_PRR_Stop):
+        save its context, give the region to the preempting request, and make the rest of
+        the stopped work a request of its own.
+
+        Raises :class:`~juggle.errors.UnknownRegionError`,
+        :class:`~juggle.errors.TimeOrderError` and
+        :class:`~juggle.errors.IllegalTransitionError` (the region is not in Preempt).
+        """
+        slot = self._slot(region)
+        self._check_time(now)
+        if slot.state is not _PREEMPT:
+            raise self._event_error(slot, "stopped", _PREEMPT)
+        out = self._begin(now)
+        self._switch(slot, now, out, requeue=True)
+        return out
+
+    def reconfigured(self, region: str, now: float, *, ok: bool = True) -> list[Action]:
+        """Programming ``region`` ended (IRQ_PCAP_Over). On success its client is connected
+        (Hold); on failure the region enters Error and the request it was for is searched
+        again, keeping its place in line.
+
+        Raises :class:`~juggle.errors.UnknownRegionError`,
+        :class:`~juggle.errors.TimeOrderError` and
+        :class:`~juggle.errors.IllegalTransitionError` (the region is not in Reconfig).
+        """
+        slot = self._slot(region)
+        self._check_time(now)
+        if slot.state is not _RECONFIG:
+            raise self._event_error(slot, "reconfigured", _RECONFIG)
+        out = self._begin(now)
+        vd = slot.incoming
+        assert vd is not None
+        slot.incoming = None
+        if ok:
+            slot.to(_HOLD)
+            slot.design = vd.dev_id
+            self._reconfigs += 1
+            self._connect(vd, slot, now)
+            out.extend(connect_actions(vd, slot))
+            return out
+        slot.to(_ERROR)
+        self._reconfig_failures += 1
+        vd.state = _DISCONNECTED
+        vd.region = None
+        self._emit(self._search(vd, now, None), out)
+        return out
+
+    def repair(self, region: str, now: float) -> list[Action]:
+        """``region`` was blanked after a failure and can be used again (Error → Idle).
+
+        Raises :class:`~juggle.errors.UnknownRegionError`,
+        :class:`~juggle.errors.TimeOrderError` and
+        :class:`~juggle.errors.IllegalTransitionError` (the region is not in Error).
+        """
+        slot = self._slot(region)
+        self._check_time(now)
+        if slot.state is not _ERROR:
+            raise self._event_error(slot, "repair", _ERROR)
+        out = self._begin(now)
+        slot.to(_IDLE)
+        slot.design = _NO_DESIGN
+        self._serve_idle(slot, now, out)
+        return out
+
+    def release(self, tenant: str, device: str, now: float) -> list[Action]:
+        """``tenant`` gives ``device`` up: a waiting request is withdrawn (an aware tenant
+        moving its work to software), a connected idle or held device is saved and
+        disconnected. A device that is already disconnected is left alone.
+
+        Raises :class:`~juggle.errors.UnknownTenantError`,
+        :class:`~juggle.errors.UnknownDeviceError`, :class:`~juggle.errors.TimeOrderError`
+        and :class:`~juggle.errors.DeviceStateError` (running, or a solution in progress).
+        """
+        vd = self._vdev(tenant, device)
+        self._check_time(now)
+        slot = vd.region
+        if vd.state is _PENDING or (
+            vd.state is _CONNECTED and slot is not None and slot.state not in (_HOLD, _IDLE)
+        ):
+            raise self._state_error(vd, "release")
+        out = self._begin(now)
+        if vd.state is _WAITING:
+            self._dequeue(vd)
+            vd.state = _DISCONNECTED
+            self._withdrawn += 1
+        elif vd.state is _CONNECTED and slot is not None:
+            out.extend(evict_actions(vd, slot))
+            self._disconnect(vd, slot)
+            if slot.state is _HOLD:
+                slot.to(_IDLE)
+            self._serve_idle(slot, now, out)
+        return out
+
+    def advance(self, now: float) -> list[Action]:
+        """Time has reached ``now``: expire holds that are due and serve the wait list.
+
+        Raises :class:`~juggle.errors.TimeOrderError`.
+        """
+        self._check_time(now)
+        return self._begin(now)
+
+    def next_deadline(self) -> float | None:
+        """When the next hold expires (call :meth:`advance` then), or None if none is held."""
+        holds = self._holds
+        while holds:
+            slot = holds[0]
+            if slot.hold_refs > 1 or slot.state is not _HOLD:
+                holds.popleft()
+                slot.hold_refs -= 1
+                continue
+            self._next_expiry = slot.hold_until
+            return slot.hold_until
+        self._next_expiry = _INF
+        return None
+
+    # -- snapshots -----------------------------------------------------------------------
+
+    def region_state(self, region: str) -> RegionState:
+        """The Fig 7 state of ``region``.
+
+        Raises :class:`~juggle.errors.UnknownRegionError`.
+        """
+        return self._slot(region).state
+
+    def device_state(self, tenant: str, device: str) -> DeviceState:
+        """Where ``tenant``'s ``device`` stands (disconnected, waiting, pending, connected).
+
+        Raises :class:`~juggle.errors.UnknownTenantError` or
+        :class:`~juggle.errors.UnknownDeviceError`.
+        """
+        return self._vdev(tenant, device).state
+
+    def connected_region(self, tenant: str, device: str) -> str | None:
+        """The region ``tenant``'s ``device`` is connected to, or None.
+
+        Raises :class:`~juggle.errors.UnknownTenantError` or
+        :class:`~juggle.errors.UnknownDeviceError`.
+        """
+        vd = self._vdev(tenant, device)
+        return vd.region.name if vd.state is _CONNECTED and vd.region is not None else None
+
+    @property
+    def waiting_count(self) -> int:
+        """How many requests are on the wait list."""
+        return sum(self._waiting_at)
+
+    def waiting(self) -> tuple[WaitingRequest, ...]:
+        """The wait list in service order: highest priority first, FIFO within a priority."""
+        entries = [vd for queues in self._queues for q in queues for vd in q]
+        entries.sort(key=lambda v: (-v.priority, v.seq))
+        return tuple(
+            WaitingRequest(v.tenant.name, v.device, v.priority, v.seq, v.requested_at)
+            for v in entries
+        )
+
+    def statistics(self) -> AllocatorStats:
+        """A frozen snapshot of regions, tenants, the wait list and the counters."""
+        p = self._paths
+        return AllocatorStats(
+            now=self._now,
+            regions=tuple(self._region_snapshot(s) for s in self._slots),
+            tenants=tuple(self._tenant_stats(t) for t in self._tenants.values()),
+            waiting=self.waiting(),
+            requests=self._requests,
+            paths=(p[0], p[1], p[2], p[3], p[4]),
+            preemptions=self._preemptions,
+            reconfigurations=self._reconfigs,
+            reconfig_failures=self._reconfig_failures,
+            hold_expiries=self._expiries,
+            withdrawn=self._withdrawn,
+        )
+
+    def __repr__(self) -> str:
+        regions = " ".join(
+            f"{s.name}:{s.state.value}"
+            + (f"({s.client.tenant.name}/{s.client.device})" if s.client else "")
+            for s in self._slots
+        )
+        return (
+            f"<Allocator [{regions}], {len(self._tenants)} tenants, "
+            f"{sum(self._waiting_at)} waiting, {self._requests} requests>"
+        )
+
+    # -- the search ------------------------------------------------------------------------
+
+    def _search(self, vd: VirtualDevice, now: float, pre: list[Action] | None) -> Solution:
+        prio = vd.priority
+        victim_slot: RegionSlot | None = None
+        victim_desc: TaskDescriptor | None = None
+        for slot, desc in vd.compat:
+            state = slot.state
+            if state is _IDLE:
+                victim = slot.client
+                reconfig = self._assign(vd, slot, desc, now)
+                self._paths[2 if reconfig else 1] += 1
+                return Solution(_ASSIGN, vd, slot, desc, reconfig, victim, now, pre)
+            if victim_slot is None and state is _BUSY and slot.occ_prio < prio and not slot.occ_rt:
+                victim_slot = slot
+                victim_desc = desc
+        if victim_slot is not None:
+            assert victim_desc is not None
+            victim = victim_slot.client
+            reconfig = self._preempt(vd, victim_slot, victim_desc)
+            self._paths[4 if reconfig else 3] += 1
+            return Solution(_PREEMPT_KIND, vd, victim_slot, victim_desc, reconfig, victim, now, pre)
+        self._enqueue(vd)
+        self._paths[0] += 1
+        return Solution(_UNAVAILABLE, vd, None, None, False, None, now, pre)
+
+    def _assign(
+        self, vd: VirtualDevice, slot: RegionSlot, desc: TaskDescriptor, now: float
+    ) -> bool:
+        """Give the Idle ``slot`` to ``vd``; returns whether it must be reconfigured."""
+        old = slot.client
+        if old is not None:
+            slot.to(_SWITCH)
+            self._disconnect(old, slot)
+        reconfig = slot.design != vd.dev_id
+        if reconfig:
+            slot.to(_RECONFIG)
+            slot.design = _NO_DESIGN
+            slot.incoming = vd
+            vd.state = _PENDING
+            vd.region = slot
+        else:
+            slot.to(_HOLD)
+            self._connect(vd, slot, now)
+        return reconfig
+
+    def _preempt(self, vd: VirtualDevice, slot: RegionSlot, desc: TaskDescriptor) -> bool:
+        """Order ``slot``'s task to stop at its next consistency point, for ``vd``."""
+        slot.to(_PREEMPT)
+        reconfig = slot.design != vd.dev_id
+        slot.incoming = vd
+        slot.incoming_desc = desc
+        slot.incoming_reconfig = reconfig
+        vd.state = _PENDING
+        vd.region = slot
+        return reconfig
+
+    def _switch(self, slot: RegionSlot, now: float, out: list[Action], *, requeue: bool) -> None:
+        """Preempt → Switch: save and disconnect the stopped task, continue the pending
+        solution, and (``requeue``) make the stopped work a request of its own."""
+        victim, vd, desc = slot.client, slot.incoming, slot.incoming_desc
+        assert victim is not None and vd is not None and desc is not None
+        slot.to(_SWITCH)
+        self._preemptions += 1
+        out.extend(evict_actions(victim, slot))
+        self._disconnect(victim, slot)
+        if slot.incoming_reconfig:
+            slot.to(_RECONFIG)
+            slot.design = _NO_DESIGN
+            out.append(reconfigure(desc))
+        else:
+            slot.to(_HOLD)
+            slot.incoming = None
+            self._connect(vd, slot, now)
+            out.extend(connect_actions(vd, slot))
+        if requeue:
+            self._seq += 1
+            victim.seq = self._seq
+            victim.requested_at = now
+            self._requests += 1
+            self._emit(self._search(victim, now, None), out)
+
+    def _serve_idle(self, slot: RegionSlot, now: float, out: list[Action]) -> None:
+        """``slot`` became Idle: hand it to the first waiting request it can hold."""
+        vd = self._best_waiter(slot, -1)
+        if vd is None:
+            return
+        self._dequeue(vd)
+        desc = self._desc_of(vd, slot)
+        victim = slot.client
+        reconfig = self._assign(vd, slot, desc, now)
+        self._paths[2 if reconfig else 1] += 1
+        self._emit(Solution(_ASSIGN, vd, slot, desc, reconfig, victim, now, None), out)
+
+    def _serve_busy(self, slot: RegionSlot, now: float, out: list[Action]) -> None:
+        """``slot`` became Busy with a preemptible task: a waiting request of higher
+        priority that fits it preempts it."""
+        vd = self._best_waiter(slot, slot.occ_prio)
+        if vd is None:
+            return
+        self._dequeue(vd)
+        desc = self._desc_of(vd, slot)
+        victim = slot.client
+        reconfig = self._preempt(vd, slot, desc)
+        self._paths[4 if reconfig else 3] += 1
+        self._emit(Solution(_PREEMPT_KIND, vd, slot, desc, reconfig, victim, now, None), out)
+
+    def _best_waiter(self, slot: RegionSlot, above: int) -> VirtualDevice | None:
+        """The first request (highest priority, then FIFO) with priority > ``above`` whose
+        device fits ``slot``."""
+        waiting_at = self._waiting_at
+        for prio in range(self._top, above, -1):
+            if not waiting_at[prio]:
+                continue
+            best: VirtualDevice | None = None
+            for dev_id in slot.dev_ids:
+                q = self._queues[dev_id][prio]
+                if q and (best is None or q[0].seq < best.seq):
+                    best = q[0]
+            if best is not None:
+                return best
+        return None
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _connect(self, vd: VirtualDevice, slot: RegionSlot, now: float) -> None:
+        slot.client = vd
+        slot.occ_prio = vd.priority
+        slot.occ_rt = vd.tenant.realtime
+        vd.state = _CONNECTED
+        vd.region = slot
+        until = now + self._hold_us
+        slot.hold_until = until
+        slot.hold_refs += 1
+        if not self._holds:
+            self._next_expiry = until
+        self._holds.append(slot)
+
+    def _disconnect(self, vd: VirtualDevice, slot: RegionSlot) -> None:
+        slot.client = None
+        slot.occ_prio = -1
+        slot.occ_rt = False
+        vd.state = _DISCONNECTED
+        vd.region = None
+
+    def _enqueue(self, vd: VirtualDevice) -> None:
+        vd.state = _WAITING
+        q = self._queues[vd.dev_id][vd.priority]
+        if not q or q[-1].seq < vd.seq:
+            q.append(vd)
+        else:  # a retried request keeps its place in line
+            pos = next(i for i, other in enumerate(q) if other.seq > vd.seq)
+            q.insert(pos, vd)
+        self._waiting_at[vd.priority] += 1
+
+    def _dequeue(self, vd: VirtualDevice) -> None:
+        q = self._queues[vd.dev_id][vd.priority]
+        if q[0] is vd:
+            q.popleft()
+        else:
+            q.remove(vd)
+        self._waiting_at[vd.priority] -= 1
+
+    def _begin(self, now: float) -> list[Action]:
+        """Stamp ``now``, expire due holds; returns the actions that time caused so far."""
+        self._now = now
+        out = self._outbox
+        if out:
+            self._outbox = []
+        else:
+            out = []
+        if self._next_expiry <= now:
+            self._expire(now, out)
+        return out
+
+    def _expire(self, now: float, out: list[Action]) -> None:
+        holds = self._holds
+        while holds:
+            slot = holds[0]
+            if slot.hold_refs > 1 or slot.state is not _HOLD:
+                holds.popleft()
+                slot.hold_refs -= 1
+                continue
+            if slot.hold_until > now:
+                break
+            holds.popleft()
+            slot.hold_refs = 0
+            slot.to(_IDLE)
+            self._expiries += 1
+            self._serve_idle(slot, now, out)
+        self._next_expiry = holds[0].hold_until if holds else _INF
+
+    def _emit(self, solution: Solution, out: list[Action]) -> None:
+        out.append(solution)
+        out.extend(solution.actions)
+
+    def _desc_of(self, vd: VirtualDevice, slot: RegionSlot) -> TaskDescriptor:
+        for s, desc in vd.compat:
+            if s is slot:
+                return desc
+        raise AssertionError(f"{vd!r} does not fit {slot.name}")  # pragma: no cover
+
+    # -- look-ups and errors ---------------------------------------------------------------
+
+    def _vdev(self, tenant: str, device: str) -> VirtualDevice:
+        t = self._tenants.get(tenant)
+        if t is None:
+            raise self._unknown_tenant(tenant)
+        vd = t.devices.get(device)
+        if vd is None:
+            raise self._unknown_device(device)
+        return vd
+
+    def _slot(self, region: str) -> RegionSlot:
+        slot = self._slot_by_name.get(region)
+        if slot is None:
+            known = ", ".join(self._slot_by_name)
+            raise UnknownRegionError(f"unknown region {region!r} (regions: {known})", region)
+        return slot
+
+    def _check_time(self, now: float) -> None:
+        if not now >= self._now:
+            raise self._time_error(now)
+
+    def _time_error(self, now: float) -> TimeOrderError:
+        return TimeOrderError(
+            f'"now" = {now} is earlier than the last event at {self._now}', subject=now
+        )
+
+    def _unknown_tenant(self, name: str) -> UnknownTenantError:
+        known = ", ".join(self._tenants) or "none"
+        return UnknownTenantError(f"unknown tenant {name!r} (tenants: {known})", subject=name)
+
+    def _unknown_device(self, name: str) -> UnknownDeviceError:
+        known = ", ".join(self._dev_names) or "none"
+        return UnknownDeviceError(f"unknown device {name!r} (devices: {known})", subject=name)
+
+    def _bad_priority(self, t: Tenant, priority: int) -> PriorityError:
+        return PriorityError(
+            f'"priority" of a request by {t.name!r} must be in 0..{t.priority}; got {priority}',
+            subject=priority,
+        )
+
+    def _state_error(self, vd: VirtualDevice, call: str) -> DeviceStateError:
+        where = f" (region {vd.region.name} is {vd.region.state.value})" if vd.region else ""
+        return DeviceStateError(
+            f"{call}({vd.tenant.name!r}, {vd.device!r}): the device is {vd.state.value}{where}",
+            subject=(vd.tenant.name, vd.device),
+        )
+
+    def _event_error(
+        self, slot: RegionSlot, event: str, expected: RegionState
+    ) -> IllegalTransitionError:
+        return IllegalTransitionError(
+            f"{event}({slot.name!r}): region is {slot.state.value}, not {expected.value}",
+            subject=slot.name,
+        )
+
+    def _region_snapshot(self, s: RegionSlot) -> RegionSnapshot:
+        def label(vd: VirtualDevice | None) -> str | None:
+            return None if vd is None else f"{vd.tenant.name}/{vd.device}"
+
+        return RegionSnapshot(
+            name=s.name,
+            slices=s.slices,
+            state=s.state.value,
+            design=self._dev_names[s.design] if s.design != _NO_DESIGN else None,
+            client=label(s.client),
+            client_priority=s.occ_prio if s.client is not None else None,
+            incoming=label(s.incoming),
+            hold_until=s.hold_until if s.state is _HOLD else None,
+            entered=tuple((st.value, s.entered[st.ordinal]) for st in RegionState),
+        )
+
+    def _tenant_stats(self, t: Tenant) -> TenantStats:
+        devices = tuple(
+            DeviceStats(
+                device=vd.device,
+                state=vd.state.value,
+                region=vd.region.name if vd.region is not None else None,
+                context_bytes=vd.interface.capacity,
+            )
+            for vd in t.devices.values()
+        )
+        return TenantStats(t.name, t.priority, t.realtime, t.model.value, devices)

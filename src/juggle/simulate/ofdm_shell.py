@@ -1,0 +1,273 @@
+"""The virtual-time shell of the OFDM experiment: it carries out allocator actions in SimPy.
+
+The allocator decides; this shell is the fabric and the Virtual Device Manager around it. A
+``Reconfigure`` takes the region's modeled T_RCFG of virtual time, a ``StopAtConsistencyPoint``
+raises a flag the running task checks at its next consistency point, contexts are saved and
+restored through each region's fake device (its whole state is ``(job id, chunks done)``), and
+READY reaches a waiting task after the Ker-ONE path overhead (Eq. 6). Every allocator call is
+timed with the wall clock (measured) and every allocation's latency is computed in virtual time
+(modeled); the two are kept apart.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from juggle.core.actions import (
+    Action,
+    Connect,
+    Disconnect,
+    Reconfigure,
+    RestoreContext,
+    SaveContext,
+    Signal,
+    Solution,
+    StopAtConsistencyPoint,
+)
+from juggle.core.allocator import Allocator
+from juggle.core.tenants import SignalKind
+from juggle.simulate.kerone import PATH_US
+
+__all__ = ["Allocation", "OfdmFabric"]
+
+_CTX = struct.Struct("<II")
+
+Key = tuple[str, str]
+
+
+@dataclass(slots=True)
+class Allocation:
+    """One solved request, as the experiment saw it (virtual µs unless named measured)."""
+
+    tenant: str
+    device: str
+    path: int
+    requested_at: float
+    solved_at: float
+    decision_ns_measured: int
+    stop_ordered_at: float | None = None
+    stopped_at: float | None = None
+    rcfg_us: float = 0.0
+    ready_at: float | None = None
+
+    @property
+    def queued_us(self) -> float:
+        """Time on the wait list before the solution was found."""
+        return self.solved_at - self.requested_at
+
+    @property
+    def preempt_us(self) -> float:
+        """Wait from the stop order to the consistency point (paths 3 and 4)."""
+        if self.stop_ordered_at is None or self.stopped_at is None:
+            return 0.0
+        return self.stopped_at - self.stop_ordered_at
+
+    @property
+    def latency_us(self) -> float:
+        """Eq. 6 as it happened: the path overhead plus the preemption wait plus T_RCFG."""
+        assert self.ready_at is not None
+        return self.ready_at - self.solved_at
+
+
+@dataclass(slots=True)
+class _Counters:
+    signals: dict[str, int] = field(default_factory=dict)
+    context_mismatches: int = 0
+    violations: list[str] = field(default_factory=list)
+    unavailable_ns_measured: list[int] = field(default_factory=list)
+
+
+class OfdmFabric:
+    """Executes an allocator's actions in a SimPy environment and records allocations."""
+
+    def __init__(self, env: simpy.Environment, allocator: Allocator) -> None:
+        self.env = env
+        self.alloc = allocator
+        self.device_ctx: dict[str, bytes] = {r.name: b"" for r in allocator.index.regions}
+        self.connected: dict[str, Key] = {}
+        self.stop_flag: dict[str, bool] = {r.name: False for r in allocator.index.regions}
+        self.saved: dict[Key, bytes] = {}
+        self.done: list[Allocation] = []
+        self.counters = _Counters()
+        self._open: dict[Key, Allocation] = {}
+        self._requested: dict[Key, float] = {}
+        self._ready: dict[Key, simpy.Event] = {}
+        self._preempted: dict[Key, bool] = {}
+        self.running: dict[str, simpy.Process] = {}
+        self._timers: set[float] = set()
+        self._in_delivery: set[Key] = set()
+        self._preempting: dict[str, Allocation] = {}
+        self._reconfiguring: dict[str, Allocation] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"<OfdmFabric t={self.env.now:.1f}us {len(self.connected)} connected, "
+            f"{len(self.done)} allocations, {len(self._open)} in progress>"
+        )
+
+    # -- calling the allocator -------------------------------------------------------------
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Call an allocator entry point, time it (wall clock), carry out what it returns."""
+        t0 = time.perf_counter_ns()
+        result = fn(*args)
+        elapsed = time.perf_counter_ns() - t0
+        if isinstance(result, Solution):
+            self._solution(result, elapsed)
+            self._run(result.actions, elapsed)
+        else:
+            self._run(result, elapsed)
+        deadline = self.alloc.next_deadline()
+        if deadline is not None and deadline not in self._timers:
+            self._timers.add(deadline)
+            self.env.process(self._timer(deadline))
+
+    def request(self, tenant: str, device: str) -> None:
+        """The tenant touched its disconnected device."""
+        self._requested[(tenant, device)] = self.env.now
+        self.call(self.alloc.request, tenant, device, self.env.now)
+
+    def ready_event(self, key: Key) -> simpy.Event:
+        """The event a task waits on until its device is READY (created on demand)."""
+        event = self._ready.get(key)
+        if event is None:
+            event = self._ready[key] = self.env.event()
+        return event
+
+    def awaiting(self, key: Key) -> bool:
+        """Whether a READY for ``key`` is still on its way or not yet consumed."""
+        return key in self._open or key in self._in_delivery or key in self._ready
+
+    def consume_ready(self, key: Key) -> None:
+        """Forget a READY that was waited for."""
+        self._ready.pop(key, None)
+
+    def take_preempted(self, key: Key) -> bool:
+        """Whether ``key`` got a PREEMPT signal since the last call (then clear it)."""
+        return self._preempted.pop(key, False)
+
+    def _timer(self, deadline: float) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(max(0.0, deadline - self.env.now))
+        self._timers.discard(deadline)
+        self.call(self.alloc.advance, self.env.now)
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def _run(self, actions: Iterable[Action], elapsed: int) -> None:
+        for action in actions:
+            self._one(action, elapsed)
+
+    def _one(self, action: Action, elapsed: int) -> None:
+        if isinstance(action, Solution):
+            self._solution(action, elapsed)
+        elif isinstance(action, Signal):
+            self._signal(action)
+        elif isinstance(action, SaveContext):
+            data = self.device_ctx[action.region]
+            action.interface.save(data)
+            self.saved[(action.tenant, action.device)] = data
+        elif isinstance(action, RestoreContext):
+            data = action.interface.load()
+            if data != self.saved.get((action.tenant, action.device), b""):
+                self.counters.context_mismatches += 1
+            self.device_ctx[action.region] = data
+        elif isinstance(action, Connect):
+            if action.region in self.connected:
+                self.counters.violations.append(f"{action.region} connected twice")
+            self.connected[action.region] = (action.tenant, action.device)
+        elif isinstance(action, Disconnect):
+            self.connected.pop(action.region, None)
+        elif isinstance(action, Reconfigure):
+            self.device_ctx[action.region] = b""
+            self.env.process(self._pcap(action))
+        elif isinstance(action, StopAtConsistencyPoint):
+            self.stop_flag[action.region] = True
+            task = self.running.get(action.region)
+            if task is not None and task is not self.env.active_process:
+                task.interrupt("stop at the next consistency point")
+        else:  # pragma: no cover - the Action union is exhausted above
+            raise TypeError(f"unknown action {action!r}")
+
+    def _solution(self, solution: Solution, elapsed: int) -> None:
+        key = (solution.tenant, solution.device)
+        if solution.path == 0:
+            self._requested.setdefault(key, solution.at)
+            self.counters.unavailable_ns_measured.append(elapsed)
+            return
+        allocation = Allocation(
+            solution.tenant,
+            solution.device,
+            solution.path,
+            self._requested.pop(key, solution.at),
+            solution.at,
+            elapsed,
+        )
+        region = solution.region
+        assert region is not None
+        if solution.path in (3, 4):
+            allocation.stop_ordered_at = solution.at
+            self._preempting[region] = allocation
+        if solution.reconfig:
+            self._reconfiguring[region] = allocation
+        self._open[key] = allocation
+
+    def _signal(self, signal: Signal) -> None:
+        name = signal.signal.value
+        self.counters.signals[name] = self.counters.signals.get(name, 0) + 1
+        key = (signal.tenant, signal.device)
+        if signal.signal is SignalKind.PREEMPT:
+            self._preempted[key] = True
+            return
+        if signal.signal is SignalKind.WAIT:
+            return
+        allocation = self._open.pop(key, None)
+        if allocation is None:
+            self.counters.violations.append(f"READY for {key} without a solution")
+            return
+        self._in_delivery.add(key)
+        self.env.process(self._deliver(key, allocation))
+
+    def _deliver(self, key: Key, allocation: Allocation) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(PATH_US[allocation.path])
+        allocation.ready_at = self.env.now
+        self._in_delivery.discard(key)
+        self.done.append(allocation)
+        self.ready_event(key).succeed()
+
+    def _pcap(self, action: Reconfigure) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(action.t_rcfg_us)
+        allocation = self._reconfiguring.pop(action.region, None)
+        if allocation is not None:
+            allocation.rcfg_us = action.t_rcfg_us
+        self.call(self.alloc.reconfigured, action.region, self.env.now)
+
+    # -- the device model ----------------------------------------------------------------
+
+    def consistency_point(self, region: str) -> bool:
+        """The task in ``region`` reached a consistency point; returns whether it must stop
+        there (a preemption is pending), noting when the stop happened."""
+        if not self.stop_flag[region]:
+            return False
+        self.stop_flag[region] = False
+        allocation = self._preempting.pop(region, None)
+        if allocation is not None:
+            allocation.stopped_at = self.env.now
+        return True
+
+    def progress(self, region: str, job_id: int) -> int:
+        """Chunks of job ``job_id`` already done, from the device's (restored) context."""
+        data = self.device_ctx[region]
+        if len(data) != _CTX.size:
+            return 0
+        saved_job, chunks = _CTX.unpack(data)
+        return int(chunks) if saved_job == job_id else 0
+
+    def record_progress(self, region: str, job_id: int, chunks: int) -> None:
+        """The device in ``region`` finished chunk number ``chunks`` of job ``job_id``."""
+        self.device_ctx[region] = _CTX.pack(job_id & 0xFFFFFFFF, chunks)

@@ -110,7 +110,7 @@ def shell(
     """Interactive: install/start/stop/services/regions/juggle/stats."""
     from juggle.shell import run_shell
 
-    run_shell(fabric=fabric)
+    raise typer.Exit(run_shell(fabric=fabric))
 
 
 @app.command()

@@ -1,0 +1,248 @@
+"""The live web view of a Framework: a JSON API, Prometheus metrics and a small HTML page.
+
+The dashboard is a window onto a running :class:`Framework`, not a second owner of it: every
+``GET`` reads the framework's frozen snapshots and every ``POST`` is one call of its public
+API (juggle, set_tier, set_foreground). A :class:`~juggle.errors.JuggleError` becomes a JSON
+error ``{"error": message, "type": class name, "subject": ...}`` with a status telling whose
+fault it is (404 unknown id in the path, 400 bad request, 409 the fabric's state refuses).
+Figures carry their kind: call durations are measured, fabric times are modeled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, ConfigDict
+
+from juggle.dashboard.metrics import metrics_registry
+from juggle.dashboard.page import PAGE
+from juggle.errors import (
+    ConfigurationError,
+    FilterSyntaxError,
+    JuggleError,
+    ServiceArgumentError,
+    TierUnavailableError,
+    UnknownModuleError,
+    UnknownRegionError,
+    UnknownServiceError,
+)
+from juggle.runtime.framework import Framework, JuggleReport
+
+__all__ = ["create_app", "make_server", "serve", "to_json"]
+
+#: The kind of each figure of a juggle report (ARCHITECTURE principle 5).
+REPORT_KINDS = {"reconfiguration_ms": "modeled", "bridge_ms": "modeled", "overhead_us": "measured"}
+
+_UNKNOWN = (UnknownServiceError, UnknownModuleError, UnknownRegionError)
+_BAD_REQUEST = (TierUnavailableError, ServiceArgumentError, ConfigurationError, FilterSyntaxError)
+
+
+# -- request bodies --------------------------------------------------------------------------
+
+
+class JuggleRequest(BaseModel):
+    """Body of ``POST /api/juggle``: the service to put in hardware and those to take out."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    to_hardware: int | None = None
+    to_software: list[int] = []
+
+
+class TierRequest(BaseModel):
+    """Body of ``POST /api/services/{id}/tier``."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    tier: str
+
+
+class ForegroundRequest(BaseModel):
+    """Body of ``POST /api/foreground``: the application in focus (null: none)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    app: str | None
+
+
+# -- snapshots to JSON -----------------------------------------------------------------------
+
+
+def to_json(value: object) -> Any:
+    """``value`` (frozen snapshots, mappings, sequences, enums, numbers) as plain JSON data.
+
+    Dataclasses become objects of their fields; non-finite floats become null; anything else
+    unknown becomes its ``str``.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_json(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return to_json(value.value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    return str(value)
+
+
+def _report(report: JuggleReport) -> dict[str, Any]:
+    out: dict[str, Any] = to_json(report)
+    out["kinds"] = dict(REPORT_KINDS)
+    return out
+
+
+def _error(exc: JuggleError, status: int) -> JSONResponse:
+    subject = exc.subject
+    if not (subject is None or isinstance(subject, bool | int | float | str)):
+        subject = str(subject)
+    body = {"error": str(exc), "type": type(exc).__name__, "subject": subject}
+    return JSONResponse(body, status_code=status)
+
+
+def _status(exc: JuggleError, *, id_in_path: bool) -> int:
+    """404 for an unknown id named in the URL, 400 for a bad request, 409 for a refusal."""
+    if isinstance(exc, _UNKNOWN):
+        return 404 if id_in_path else 400
+    if isinstance(exc, _BAD_REQUEST):
+        return 400
+    return 409
+
+
+# -- the app ---------------------------------------------------------------------------------
+
+
+def create_app(framework: Framework) -> FastAPI:
+    """A FastAPI app serving ``framework``'s snapshots and commands (the caller owns it)."""
+    app = FastAPI(title="juggle dashboard", docs_url=None, redoc_url=None)
+    registry = metrics_registry(framework)
+    app.state.framework = framework
+    app.state.metrics_registry = registry
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', 'invalid')} "
+            f"(got {e.get('input')!r})"
+            for e in exc.errors()
+        )
+        body = {
+            "error": problems,
+            "type": "ValidationError",
+            "detail": jsonable_encoder(exc.errors()),
+        }
+        return JSONResponse(body, status_code=422)
+
+    @app.get("/", response_class=HTMLResponse)
+    def page() -> HTMLResponse:
+        return HTMLResponse(PAGE)
+
+    @app.get("/api/services")
+    def services() -> Any:
+        return to_json(framework.services())
+
+    @app.get("/api/regions")
+    def regions() -> Any:
+        return to_json(framework.regions())
+
+    @app.get("/api/modules")
+    def modules() -> Any:
+        return to_json(framework.modules())
+
+    @app.get("/api/snapshot")
+    def snapshot() -> Any:
+        return to_json(framework.snapshot())
+
+    @app.get("/api/juggles")
+    def juggles() -> Any:
+        return [_report(r) for r in list(framework.juggles)]
+
+    @app.get("/api/services/{service_id}/statistics")
+    def statistics(service_id: int) -> Any:
+        try:
+            stats = framework.statistics(service_id)
+        except JuggleError as exc:
+            return _error(exc, _status(exc, id_in_path=True))
+        out: dict[str, Any] = to_json(stats)
+        out["kind"] = "measured"
+        return out
+
+    @app.post("/api/juggle")
+    def juggle(body: JuggleRequest) -> Any:
+        try:
+            report = framework.juggle(to_hardware=body.to_hardware, to_software=body.to_software)
+        except JuggleError as exc:
+            return _error(exc, _status(exc, id_in_path=False))
+        return _report(report)
+
+    @app.post("/api/services/{service_id}/tier")
+    def tier(service_id: int, body: TierRequest) -> Any:
+        try:
+            report = framework.set_tier(service_id, body.tier)
+        except JuggleError as exc:
+            return _error(exc, _status(exc, id_in_path=True))
+        return _report(report)
+
+    @app.post("/api/foreground")
+    def foreground(body: ForegroundRequest) -> Any:
+        errors_before = len(framework.controller_errors)
+        try:
+            reports = framework.set_foreground(body.app)
+        except JuggleError as exc:
+            return _error(exc, _status(exc, id_in_path=False))
+        return {
+            "foreground": framework.foreground,
+            "controller": None if framework.controller is None else framework.controller.name,
+            "juggles": [_report(r) for r in reports],
+            "controller_errors": list(framework.controller_errors[errors_before:]),
+        }
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+# -- serving ---------------------------------------------------------------------------------
+
+
+def make_server(
+    framework: Framework, host: str, port: int, *, log_level: str = "info"
+) -> uvicorn.Server:
+    """A uvicorn server of the dashboard of ``framework`` on ``host:port`` (not started)."""
+    config = uvicorn.Config(
+        create_app(framework), host=host, port=port, log_level=log_level, lifespan="off"
+    )
+    return uvicorn.Server(config)
+
+
+def serve(host: str, port: int, modules: list[Path]) -> None:
+    """Serve a dashboard on ``host:port`` over a Framework on the simulated ``xupv2p``.
+
+    Installs and starts each of ``modules`` first; blocks until the server is stopped
+    (Ctrl-C), then closes the framework. Raises what :meth:`Framework.install` and
+    :meth:`Module.start <juggle.runtime.modules.Module.start>` raise for a bad module
+    (a :class:`~juggle.errors.JuggleError`), before listening.
+    """
+    framework = Framework(fabric="xupv2p")
+    try:
+        for path in modules:
+            framework.install(path).start()
+        make_server(framework, host, port).run()
+    finally:
+        framework.close()

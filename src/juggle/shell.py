@@ -1,0 +1,481 @@
+"""An interactive shell over one Framework: the Concierge shell of the Juggle prototype.
+
+Like an OSGi console, each line is one command acting on a live :class:`Framework`: install and
+start modules, list services and regions, juggle services in and out of the fabric, read
+statistics, set the focus and the controller. A command that fails prints ``error: <message>``
+and the shell goes on. Fed a script on a non-terminal stdin it prints no prompt, so
+``juggle shell < script`` gives clean output. Fabric figures are labeled *modeled* (simulated
+board clock); call durations and the runtime's own overhead are labeled *measured*.
+"""
+
+from __future__ import annotations
+
+import cmd
+import shlex
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+from juggle.core.controllers import Controller, available_controllers, load_controller
+from juggle.errors import JuggleError
+from juggle.runtime.framework import Framework, JuggleReport
+from juggle.runtime.modules import Module
+from juggle.runtime.tracing import CallStats
+
+__all__ = ["JuggleShell", "run_shell"]
+
+_COMMAND_ORDER = (
+    "install",
+    "start",
+    "stop",
+    "update",
+    "uninstall",
+    "modules",
+    "services",
+    "regions",
+    "juggle",
+    "evict",
+    "tier",
+    "stats",
+    "focus",
+    "controller",
+    "control",
+    "help",
+    "quit",
+)
+
+
+class _UsageError(Exception):
+    """A command got arguments it cannot use; the message names the bad value."""
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _split(arg: str) -> list[str]:
+    """Shell-style words of ``arg`` (quotes group words with spaces)."""
+    try:
+        return shlex.split(arg)
+    except ValueError as exc:
+        raise _UsageError(f"cannot parse arguments {arg!r}: {exc}") from None
+
+
+def _exactly(arg: str, count: int, usage: str) -> list[str]:
+    words = _split(arg)
+    if len(words) != count:
+        raise _UsageError(f"expected {count} argument(s), got {len(words)} (usage: {usage})")
+    return words
+
+
+def _service_id(word: str) -> int:
+    try:
+        return int(word, 10)
+    except ValueError:
+        raise _UsageError(f"service id must be an integer, got {word!r}") from None
+
+
+def _text(value: object) -> str:
+    return "-" if value is None or value == () else str(value)
+
+
+def _us(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+class JuggleShell(cmd.Cmd):
+    """The command interpreter; one instance drives one :class:`Framework` it does not own.
+
+    ``stdin`` / ``stdout`` default to the process's streams. When ``stdin`` is not a terminal
+    the shell prints no prompt and no banner. ``failures`` counts the commands that failed.
+    """
+
+    def __init__(
+        self,
+        framework: Framework,
+        *,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+    ) -> None:
+        stdin = stdin if stdin is not None else sys.stdin
+        stdout = stdout if stdout is not None else sys.stdout
+        super().__init__(stdin=stdin, stdout=stdout)
+        self.framework = framework
+        self.interactive = _isatty(stdin)
+        self.use_rawinput = self.interactive and stdin is sys.stdin
+        self.prompt = "juggle> " if self.interactive else ""
+        terminal = _isatty(stdout)
+        self.console = Console(
+            file=stdout,
+            width=None if terminal else 120,
+            color_system="auto" if terminal else None,
+            highlight=False,
+            emoji=False,
+        )
+        self.failures = 0
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Read and run commands until ``quit`` or end of input.
+
+        Ctrl-C at an interactive prompt abandons the line and goes on; on a script it stops.
+        """
+        intro: str | None = None
+        if self.interactive:
+            board = self.framework.fabric.profile.board.name
+            intro = f"juggle shell on {board}; type 'help' for the commands, 'quit' to leave"
+        while True:
+            try:
+                self.cmdloop(intro)
+                return
+            except KeyboardInterrupt:
+                if not self.interactive:
+                    raise
+                self.console.print("^C")
+                intro = None
+
+    def onecmd(self, line: str) -> bool:
+        """Run one line; a :class:`JuggleError` or a usage error is printed, not raised."""
+        try:
+            return bool(super().onecmd(line))
+        except (_UsageError, JuggleError) as exc:
+            self._fail(str(exc))
+            return False
+
+    def precmd(self, line: str) -> str:
+        """Drop comments (lines starting with ``#``) so scripts may carry them."""
+        return "" if line.lstrip().startswith("#") else line
+
+    def emptyline(self) -> bool:
+        """An empty line does nothing (``cmd`` would repeat the last command)."""
+        return False
+
+    def default(self, line: str) -> None:
+        """An unknown command: say so, naming it."""
+        name = line.split(maxsplit=1)[0] if line.split() else line
+        raise _UsageError(f"unknown command {name!r}; type 'help' for the commands")
+
+    def _fail(self, message: str) -> None:
+        self.failures += 1
+        self.console.print(f"error: {message}", markup=False, soft_wrap=True)
+
+    def _say(self, message: str) -> None:
+        self.console.print(message, markup=False, soft_wrap=True)
+
+    # -- modules -----------------------------------------------------------------------------
+
+    def _module(self, word: str) -> Module:
+        key: int | str = int(word) if word.isascii() and word.isdigit() else word
+        return self.framework.module(key)
+
+    def do_install(self, arg: str) -> None:
+        """install PATH: install the module at PATH (folder, .zip, juggle.toml or co-module XML)."""
+        (path,) = _exactly(arg, 1, "install PATH")
+        module = self.framework.install(path)
+        self._say(
+            f"installed module {module.module_id}: {module.name} {module.version} "
+            f"({module.source.location})"
+        )
+
+    def do_start(self, arg: str) -> None:
+        """start ID: start module ID (id or name); its services get registered."""
+        (word,) = _exactly(arg, 1, "start ID")
+        module = self._module(word)
+        module.start()
+        ids = ", ".join(str(i) for i in module.service_ids) or "none"
+        self._say(f"started module {module.module_id} ({module.name}); services: {ids}")
+
+    def do_stop(self, arg: str) -> None:
+        """stop ID: stop module ID; its services are unregistered."""
+        (word,) = _exactly(arg, 1, "stop ID")
+        module = self._module(word)
+        module.stop()
+        self._say(f"stopped module {module.module_id} ({module.name})")
+
+    def do_update(self, arg: str) -> None:
+        """update ID [PATH]: replace module ID's code (from PATH or where it came from)."""
+        words = _split(arg)
+        if len(words) not in (1, 2):
+            raise _UsageError(
+                f"expected 1 or 2 arguments, got {len(words)} (usage: update ID [PATH])"
+            )
+        module = self._module(words[0])
+        module.update(words[1] if len(words) == 2 else None)
+        self._say(f"updated module {module.module_id} ({module.name} {module.version})")
+
+    def do_uninstall(self, arg: str) -> None:
+        """uninstall ID: stop module ID if active, then unload its code."""
+        (word,) = _exactly(arg, 1, "uninstall ID")
+        module = self._module(word)
+        module.uninstall()
+        self._say(f"uninstalled module {module.module_id} ({module.name})")
+
+    def do_modules(self, arg: str) -> None:
+        """modules: list the installed modules."""
+        _exactly(arg, 0, "modules")
+        table = Table(title="modules")
+        for column in ("id", "name", "version", "state", "services", "location"):
+            table.add_column(column, justify="right" if column == "id" else "left")
+        for m in self.framework.modules():
+            services = ", ".join(str(s) for s in m.services)
+            table.add_row(str(m.module_id), m.name, m.version, m.state, services or "-", m.location)
+        self._table(table, "no modules installed")
+
+    # -- services and regions ----------------------------------------------------------------
+
+    def do_services(self, arg: str) -> None:
+        """services: list the registered services, their tiers and where they run."""
+        _exactly(arg, 0, "services")
+        table = Table(title="services")
+        for column in ("id", "interface", "tier", "tiers", "region", "module"):
+            table.add_column(column, justify="right" if column == "id" else "left", no_wrap=True)
+        table.add_column("consumers")
+        table.add_column("properties")
+        for s in self.framework.services():
+            table.add_row(
+                str(s.service_id),
+                s.interface,
+                s.tier,
+                ", ".join(s.tiers),
+                _text(s.region),
+                _text(s.module),
+                ", ".join(s.consumers) or "-",
+                _properties(s.properties),
+            )
+        self._table(table, "no services registered")
+
+    def do_regions(self, arg: str) -> None:
+        """regions: list the fabric's regions, their state and what they hold."""
+        _exactly(arg, 0, "regions")
+        table = Table(title=f"regions of {self.framework.fabric.profile.board.name}")
+        for column in ("region", "state", "design", "service", "module"):
+            table.add_column(column)
+        for column in ("slices", "flipflops", "mult18", "ram16"):
+            table.add_column(column, justify="right")
+        for r in self.framework.regions():
+            res = r.resources
+            table.add_row(
+                r.name,
+                r.state,
+                _text(r.design),
+                _text(r.service_id),
+                _text(r.module),
+                str(res.slices),
+                str(res.flipflops),
+                str(res.mult18),
+                str(res.ram16),
+            )
+        self._table(table, "the fabric has no regions")
+
+    def _table(self, table: Table, empty: str) -> None:
+        if table.row_count:
+            self.console.print(table)
+        else:
+            self._say(empty)
+
+    # -- juggling ----------------------------------------------------------------------------
+
+    def do_juggle(self, arg: str) -> None:
+        """juggle ID [--out ID ...]: put service ID in hardware, taking the --out ones out."""
+        usage = "juggle ID [--out ID ...]"
+        words = _split(arg)
+        if not words or words[0] == "--out":
+            raise _UsageError(f"missing the service to put in hardware (usage: {usage})")
+        entering = _service_id(words[0])
+        leaving: list[int] = []
+        seen_out = False
+        for word in words[1:]:
+            if word == "--out":
+                seen_out = True
+            elif seen_out:
+                leaving.append(_service_id(word))
+            else:
+                raise _UsageError(f"unexpected argument {word!r} (usage: {usage})")
+        if seen_out and not leaving:
+            raise _UsageError(f"--out needs at least one service id (usage: {usage})")
+        self._report(self.framework.juggle(to_hardware=entering, to_software=leaving))
+
+    def do_evict(self, arg: str) -> None:
+        """evict ID [ID ...]: take services out of the fabric, back to their home tier."""
+        words = _split(arg)
+        if not words:
+            raise _UsageError("missing the service(s) to evict (usage: evict ID [ID ...])")
+        ids = [_service_id(w) for w in words]
+        self._report(self.framework.juggle(to_hardware=None, to_software=ids))
+
+    def do_tier(self, arg: str) -> None:
+        """tier ID TIER: serve service ID from TIER (software, native or hardware)."""
+        word, tier = _exactly(arg, 2, "tier ID TIER")
+        self._report(self.framework.set_tier(_service_id(word), tier))
+
+    def _report(self, report: JuggleReport) -> None:
+        moved = ", ".join(f"service {sid} → {tier}" for sid, tier in sorted(report.tiers.items()))
+        where = f" (region {report.region})" if report.region else ""
+        self._say(f"juggled: {moved or 'nothing changed'}{where}")
+        table = Table(show_header=True)
+        table.add_column("figure")
+        table.add_column("value", justify="right")
+        table.add_column("kind")
+        table.add_row("reconfiguration", f"{report.reconfiguration_ms:.3f} ms", "modeled")
+        table.add_row("bridge switching", f"{report.bridge_ms:.3f} ms", "modeled")
+        table.add_row("runtime overhead", f"{_us(report.overhead_us)} µs", "measured")
+        self.console.print(table)
+        for step in report.steps:
+            self._say(f"  - {step}")
+
+    # -- statistics --------------------------------------------------------------------------
+
+    def do_stats(self, arg: str) -> None:
+        """stats ID: measured call statistics of service ID (per tier, consumer and method)."""
+        (word,) = _exactly(arg, 1, "stats ID")
+        st = self.framework.statistics(_service_id(word))
+        self._say(
+            f"service {st.service_id} ({st.interface}) on {st.tier}: {st.total.calls} calls, "
+            f"{st.rate_per_s:,.1f} calls/s, {st.inflight} in flight (measured)"
+        )
+        table = Table(title="call durations, measured (wall clock of this machine)")
+        table.add_column("scope")
+        for column in ("calls", "errors", "timed", "mean µs", "p50 µs", "p99 µs", "max µs"):
+            table.add_column(column, justify="right")
+        _stat_row(table, "total", st.total)
+        for group, rows in (
+            ("tier", st.per_tier),
+            ("consumer", st.per_consumer),
+            ("method", st.per_method),
+        ):
+            for name, stats in rows.items():
+                _stat_row(table, f"{group} {name}", stats)
+        self.console.print(table)
+
+    # -- policy ------------------------------------------------------------------------------
+
+    def do_focus(self, arg: str) -> None:
+        """focus [APP | -]: give APP the focus (- clears it) and run the controller once."""
+        words = _split(arg)
+        if len(words) > 1:
+            raise _UsageError(f"expected at most 1 argument, got {len(words)} (usage: focus APP)")
+        if not words:
+            self._say(f"foreground: {_text(self.framework.foreground)}")
+            return
+        app = None if words[0] == "-" else words[0]
+        errors_before = len(self.framework.controller_errors)
+        reports = self.framework.set_foreground(app)
+        self._say(f"foreground: {_text(app)}")
+        self._control_result(reports, errors_before)
+
+    def do_controller(self, arg: str) -> None:
+        """controller [NAME | off]: use controller NAME (off: none); no NAME lists them."""
+        words = _split(arg)
+        if len(words) > 1:
+            raise _UsageError(
+                f"expected at most 1 argument, got {len(words)} (usage: controller NAME)"
+            )
+        if not words:
+            current = self.framework.controller
+            names = ", ".join(available_controllers())
+            self._say(f"controller: {current.name if current is not None else 'off'}")
+            self._say(f"available: {names}")
+            return
+        controller: Controller | None = None
+        if words[0] != "off":
+            controller = load_controller(words[0])
+        self.framework.set_controller(controller)
+        self._say(f"controller: {controller.name if controller is not None else 'off'}")
+
+    def do_control(self, arg: str) -> None:
+        """control: run the controller once on fresh statistics and carry out its juggles."""
+        _exactly(arg, 0, "control")
+        if self.framework.controller is None:
+            raise _UsageError("no controller set (use: controller NAME)")
+        errors_before = len(self.framework.controller_errors)
+        self._control_result(self.framework.control(), errors_before)
+
+    def _control_result(self, reports: list[JuggleReport], errors_before: int) -> None:
+        """Print what one controller run did: its juggles, then the juggles that failed."""
+        for report in reports:
+            self._report(report)
+        for message in self.framework.controller_errors[errors_before:]:
+            self._fail(f"controller: {message}")
+        controller = self.framework.controller
+        if controller is None:
+            self._say("no controller set: nothing decided")
+        elif not reports:
+            self._say(f"controller {controller.name}: no juggle")
+
+    # -- help and leaving --------------------------------------------------------------------
+
+    def do_help(self, arg: str) -> None:
+        """help [COMMAND]: list the commands, or describe one."""
+        words = _split(arg)
+        if len(words) > 1:
+            raise _UsageError(f"expected at most 1 argument, got {len(words)} (usage: help)")
+        if words:
+            method = getattr(self, f"do_{words[0]}", None)
+            if method is None or words[0] == "EOF":
+                raise _UsageError(f"no command {words[0]!r}; type 'help' for the commands")
+            self._say(str(method.__doc__))
+            return
+        table = Table(title="commands")
+        table.add_column("command")
+        table.add_column("what it does")
+        for name in _COMMAND_ORDER:
+            usage, _, what = str(getattr(self, f"do_{name}").__doc__).partition(": ")
+            table.add_row(usage, what)
+        self.console.print(table)
+
+    def do_quit(self, arg: str) -> bool:
+        """quit: leave the shell (end of input does too)."""
+        return True
+
+    def do_exit(self, arg: str) -> bool:
+        """exit: leave the shell."""
+        return True
+
+    def do_EOF(self, arg: str) -> bool:
+        """End of input leaves the shell."""
+        if self.interactive:
+            self._say("")
+        return True
+
+
+def _properties(props: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in props.items()) or "-"
+
+
+def _stat_row(table: Table, scope: str, s: CallStats) -> None:
+    table.add_row(
+        scope,
+        str(s.calls),
+        str(s.errors),
+        str(s.timed),
+        _us(s.mean_us),
+        _us(s.p50_us),
+        _us(s.p99_us),
+        _us(s.max_us),
+    )
+
+
+def run_shell(
+    fabric: str = "xupv2p", *, stdin: TextIO | None = None, stdout: TextIO | None = None
+) -> int:
+    """Run the shell over a fresh :class:`Framework` on board profile ``fabric``.
+
+    Reads commands from ``stdin`` until ``quit`` or end of input, then closes the framework.
+    Returns 0 when every command succeeded and 1 when any failed. Raises
+    :class:`~juggle.errors.ProfileError` (or another :class:`~juggle.errors.JuggleError`) when
+    the fabric cannot be opened.
+    """
+    framework = Framework(fabric=fabric)
+    try:
+        shell = JuggleShell(framework, stdin=stdin, stdout=stdout)
+        shell.run()
+        return 1 if shell.failures else 0
+    finally:
+        framework.close()

@@ -1,0 +1,256 @@
+"""The dashboard app through FastAPI's TestClient: every endpoint, its errors, and /metrics."""
+
+from __future__ import annotations
+
+import enum
+import math
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import prometheus_client
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import juggle
+from juggle.core.controllers.base import JuggleAction, StatsSnapshot
+from juggle.dashboard.app import create_app, to_json
+
+with warnings.catch_warnings():  # starlette warns about the httpx it still uses
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+
+@pytest.fixture
+def client(framework: juggle.Framework) -> Iterator[TestClient]:
+    with TestClient(create_app(framework)) as test_client:
+        yield test_client
+
+
+def make_calls(framework: juggle.Framework, consumer: str, count: int) -> None:
+    enc = framework.get_service("EncryptionService", consumer=consumer)
+    enc.load_key(bytes(range(24)))
+    buf = bytearray(b"8 bytes!" * 2)
+    for _ in range(count):
+        enc.encrypt(buf, len(buf))
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_services_regions_modules(client: TestClient) -> None:
+    services = client.get("/api/services").json()
+    assert [(s["service_id"], s["interface"], s["tier"]) for s in services] == [
+        (1, "crypto.EncryptionService", "native")
+    ]
+    assert services[0]["tiers"] == ["software", "native", "hardware"]
+    assert services[0]["properties"]["algorithm"] == "tdes"
+    regions = client.get("/api/regions").json()
+    assert regions == [
+        {
+            "name": "prr0",
+            "state": "EMPTY",
+            "module": None,
+            "service_id": None,
+            "design": None,
+            "resources": {"slices": 2240, "flipflops": 4480, "mult18": 20, "ram16": 20},
+        }
+    ]
+    modules = client.get("/api/modules").json()
+    assert [(m["module_id"], m["name"], m["state"], m["services"]) for m in modules] == [
+        (1, "tdes", "active", [1])
+    ]
+
+
+def test_statistics_are_measured_and_unknown_ids_are_404(
+    framework: juggle.Framework, client: TestClient
+) -> None:
+    make_calls(framework, "mail", 5)
+    stats = client.get("/api/services/1/statistics").json()
+    assert stats["kind"] == "measured"
+    assert stats["total"]["calls"] == 6
+    assert stats["per_consumer"]["mail"]["calls"] == 6
+    assert stats["per_method"]["encrypt"]["calls"] == 5
+    assert stats["per_tier"]["native"]["calls"] == 6
+    missing = client.get("/api/services/77/statistics")
+    assert missing.status_code == 404
+    assert missing.json() == {
+        "error": "no service with id 77",
+        "type": "UnknownServiceError",
+        "subject": 77,
+    }
+    bad = client.get("/api/services/x/statistics")
+    assert bad.status_code == 422
+    assert "'x'" in bad.json()["error"]
+
+
+def test_juggle_in_and_out_with_labeled_figures(client: TestClient) -> None:
+    response = client.post("/api/juggle", json={"to_hardware": 1})
+    assert response.status_code == 200
+    report = response.json()
+    assert report["region"] == "prr0"
+    assert report["tiers"] == {"1": "hardware"}
+    assert report["reconfiguration_ms"] > 0
+    assert report["kinds"] == {
+        "reconfiguration_ms": "modeled",
+        "bridge_ms": "modeled",
+        "overhead_us": "measured",
+    }
+    region = client.get("/api/regions").json()[0]
+    assert (region["state"], region["service_id"], region["module"]) == ("PROGRAMMED", 1, "tdes")
+    back = client.post("/api/juggle", json={"to_software": [1]})
+    assert back.status_code == 200 and back.json()["tiers"] == {"1": "native"}
+    assert client.get("/api/regions").json()[0]["state"] == "EMPTY"
+    history = client.get("/api/juggles").json()
+    assert [(j["to_hardware"], j["to_software"]) for j in history] == [(1, []), (None, [1])]
+
+
+def test_juggle_errors_are_400_409_and_422(
+    framework: juggle.Framework, client: TestClient, des_path: Path
+) -> None:
+    framework.install(des_path).start()
+    unknown = client.post("/api/juggle", json={"to_hardware": 99})
+    assert unknown.status_code == 400
+    assert unknown.json()["error"] == "no service with id 99"
+    not_in_hw = client.post("/api/juggle", json={"to_software": [1]})
+    assert not_in_hw.status_code == 409
+    assert not_in_hw.json()["type"] == "SanityCheckError"
+    assert client.post("/api/juggle", json={"to_hardware": 1}).status_code == 200
+    busy = client.post("/api/juggle", json={"to_hardware": 2})
+    assert busy.status_code == 409
+    assert busy.json()["error"].startswith("no region for service 2: prr0 by service 1")
+    assert client.get("/api/services").json()[0]["tier"] == "hardware"  # nothing changed
+    swapped = client.post("/api/juggle", json={"to_hardware": 2, "to_software": [1]})
+    assert swapped.json()["tiers"] == {"1": "native", "2": "hardware"}
+    for body in ({"to_hardware": "2"}, {"to_hardware": True}, {"to_software": 1}, {"x": 1}):
+        invalid = client.post("/api/juggle", json=body)
+        assert invalid.status_code == 422, body
+        assert invalid.json()["type"] == "ValidationError"
+
+
+def test_set_tier_endpoint(client: TestClient) -> None:
+    response = client.post("/api/services/1/tier", json={"tier": "software"})
+    assert response.status_code == 200
+    assert response.json()["tiers"] == {"1": "software"}
+    assert client.get("/api/services").json()[0]["tier"] == "software"
+    to_hw = client.post("/api/services/1/tier", json={"tier": "hardware"})
+    assert to_hw.status_code == 200 and to_hw.json()["region"] == "prr0"
+    unknown_tier = client.post("/api/services/1/tier", json={"tier": "quantum"})
+    assert unknown_tier.status_code == 400
+    assert "'quantum'" in unknown_tier.json()["error"]
+    assert unknown_tier.json()["subject"] == "quantum"
+    unknown_id = client.post("/api/services/5/tier", json={"tier": "software"})
+    assert unknown_id.status_code == 404
+    assert unknown_id.json()["error"] == "no service with id 5"
+
+
+@dataclass
+class MailFirst:
+    """Puts service 1 in hardware while ``mail`` has the focus."""
+
+    name: str = "mail-first"
+
+    def decide(self, snapshot: StatsSnapshot) -> Sequence[JuggleAction]:
+        in_hw = {s.service_id for s in snapshot.in_hardware()}
+        if snapshot.foreground == "mail" and 1 not in in_hw:
+            return [JuggleAction(1)]
+        return []
+
+
+def test_foreground_runs_the_controller(framework: juggle.Framework, client: TestClient) -> None:
+    plain = client.post("/api/foreground", json={"app": "music"}).json()
+    assert plain == {
+        "foreground": "music",
+        "controller": None,
+        "juggles": [],
+        "controller_errors": [],
+    }
+    framework.set_controller(MailFirst())
+    focused = client.post("/api/foreground", json={"app": "mail"}).json()
+    assert focused["foreground"] == "mail" and focused["controller"] == "mail-first"
+    assert [j["tiers"] for j in focused["juggles"]] == [{"1": "hardware"}]
+    assert client.get("/api/snapshot").json()["foreground"] == "mail"
+    cleared = client.post("/api/foreground", json={"app": None}).json()
+    assert cleared["foreground"] is None and framework.foreground is None
+    assert client.post("/api/foreground", json={}).status_code == 422
+
+
+def test_metrics_exposition(framework: juggle.Framework, client: TestClient) -> None:
+    make_calls(framework, "mail", 3)
+    client.post("/api/juggle", json={"to_hardware": 1})
+    make_calls(framework, "music", 2)
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    got = samples(response.text)
+    svc = {("service", "1"), ("interface", "crypto.EncryptionService")}
+
+    def value(name: str, **labels: str) -> float:
+        return got[(name, frozenset(svc | set(labels.items())))]
+
+    assert value("juggle_service_calls_total", tier="native") == 4
+    assert value("juggle_service_calls_total", tier="hardware") == 3
+    assert value("juggle_service_calls_total", tier="software") == 0
+    assert 0 < value("juggle_service_call_duration_p99_seconds") < 1
+    assert value("juggle_service_inflight") == 0
+    assert value("juggle_service_info", tier="hardware", region="prr0", module="tdes") == 1
+    region = {("region", "prr0")}
+    info = frozenset(region | {("design", "tdes"), ("module", "tdes"), ("service", "1")})
+    assert got[("juggle_region_info", info)] == 1
+    for state, expected in (("PROGRAMMED", 1), ("EMPTY", 0), ("ERROR", 0)):
+        key = frozenset(region | {("juggle_region_state", state)})
+        assert got[("juggle_region_state", key)] == expected
+    assert got[("juggle_juggles_total", frozenset())] == 1
+    assert 0 < got[("juggle_reconfiguration_seconds_total", frozenset())] < 1
+
+
+def test_metrics_use_a_registry_per_app(framework: juggle.Framework) -> None:
+    other = juggle.Framework(fabric="xupv2p")
+    try:
+        with TestClient(create_app(other)) as empty, TestClient(create_app(framework)) as full:
+            assert "juggle_service_calls_total{" not in empty.get("/metrics").text
+            assert "juggle_service_calls_total{" in full.get("/metrics").text
+    finally:
+        other.close()
+    assert b"juggle_" not in prometheus_client.generate_latest(prometheus_client.REGISTRY)
+
+
+def test_page_is_self_contained_and_polls_the_api(client: TestClient) -> None:
+    response = client.get("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    page = response.text
+    assert page.startswith("<!doctype html>")
+    for needle in ("/api/services", "/api/regions", "/statistics", "setInterval", "measured"):
+        assert needle in page
+    assert "modeled" in page
+    assert "http://" not in page and "https://" not in page and "<link" not in page
+    assert "innerHTML" not in page  # cells are filled with textContent only
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+def test_to_json_plain_data() -> None:
+    @dataclass(frozen=True)
+    class Snap:
+        ratio: float
+        colour: Colour
+        items: tuple[int, ...]
+        by_id: dict[int, object]
+
+    snap = Snap(math.nan, Colour.RED, (1, 2), {3: Path("/x"), 4: None})
+    assert to_json(snap) == {
+        "ratio": None,
+        "colour": "red",
+        "items": [1, 2],
+        "by_id": {"3": "/x", "4": None},
+    }
+    assert to_json(math.inf) is None and to_json(True) is True and to_json(1.5) == 1.5

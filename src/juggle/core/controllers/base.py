@@ -22,6 +22,10 @@ class ServiceStats:
     ``share`` is this service's fraction of all calls in that window (0..1);
     ``queue_occupancy`` is the fill level of its input FIFO (0..1) where one exists.
     ``per_consumer`` maps consumer (application) name to its cumulative calls.
+    ``gain_us`` is the time one call saves when served from the fabric rather than from
+    elsewhere (measured live, modeled in simulation; None: unknown); ``overhead_us`` is the
+    per-call interface overhead of the hardware tier (ThumbPod 2.5), 0 when unknown.
+    ``queue_length`` is the number of calls waiting in that input FIFO (not clipped).
     """
 
     service_id: int
@@ -37,15 +41,22 @@ class ServiceStats:
     queue_occupancy: float | None = None
     hardware_capable: bool = True
     per_consumer: Mapping[str, int] = field(default_factory=dict)
+    gain_us: float | None = None
+    overhead_us: float = 0.0
+    queue_length: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RegionStats:
-    """One fabric region: who holds it and whether it can take work now."""
+    """One fabric region: who holds it and whether it can take work now.
+
+    ``reconfig_us`` is the time to reprogram it (None: unknown).
+    """
 
     name: str
     state: str
     service_id: int | None
+    reconfig_us: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

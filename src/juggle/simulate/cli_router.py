@@ -1,0 +1,122 @@
+"""``juggle simulate edge-router`` and ``juggle simulate tdes``: the commands.
+
+Without ``--json`` they print rich tables (every figure MODELED); with ``--json`` one JSON
+document on stdout. Errors go to stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from juggle.errors import JuggleError
+from juggle.simulate.edge_router import EXPERIMENTS, run_edge_router
+from juggle.simulate.tdes import run_tdes
+
+__all__ = ["edge_router", "register", "render_edge_router", "render_tdes", "tdes"]
+
+
+def register(simulate_app: typer.Typer) -> None:
+    """Add the ``edge-router`` and ``tdes`` commands to ``simulate_app``."""
+    simulate_app.command("edge-router")(edge_router)
+    simulate_app.command("tdes")(tdes)
+
+
+def edge_router(
+    experiment: Annotated[
+        str, typer.Option("--experiment", help=f"One of: {', '.join(EXPERIMENTS)}.")
+    ] = "table4",
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the traffic.")] = 1,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write a PNG figure to this file.")
+    ] = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option("--policy", help="Controller to compare (repeatable; figures only)."),
+    ] = None,
+) -> None:
+    """The edge-router paper (SBCCI 2007) on the simulated virtex4-router board."""
+    try:
+        doc = run_edge_router(experiment, seed=seed, policies=policy or None, plot=plot)
+    except JuggleError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if json_out:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        render_edge_router(doc, Console())
+
+
+def tdes(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Triple-DES throughput per tier vs buffer size on the simulated xupv2p (Fig 7)."""
+    try:
+        doc = run_tdes()
+    except JuggleError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if json_out:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        render_tdes(doc, Console())
+
+
+def render_edge_router(doc: dict[str, Any], console: Console) -> None:
+    """Print an edge-router result as a table."""
+    if doc["experiment"] == "table4":
+        table = Table(title="Table 4: µs for 100 packets of 512 B (MODELED; paper for reference)")
+        table.add_column("distribution")
+        for column in doc["columns"]:
+            table.add_column(f"{column} model", justify="right")
+            table.add_column("paper", justify="right", style="dim")
+        width = len(doc["columns"])
+        for r, row in enumerate(doc["rows"]):
+            cells = []
+            for c in range(width):
+                cells += [
+                    f"{doc['cells_us'][r * width + c]:.0f}",
+                    str(doc["paper_us"][r * width + c]),
+                ]
+            table.add_row(row, *cells)
+        console.print(table)
+        worst = max(abs(e) for e in doc["error_pct"])
+        console.print(f"largest deviation from the paper: {worst:.1f} %")
+        return
+    table = Table(title=f"{doc['experiment']}: speedup over static Config_A (MODELED)")
+    table.add_column(doc["x_label"])
+    for name in doc["speedup"]:
+        table.add_column(name, justify="right")
+    table.add_column("static ms", justify="right", style="dim")
+    for i, x in enumerate(doc["x"]):
+        values = [f"{doc['speedup'][name][i]:.3f}" for name in doc["speedup"]]
+        table.add_row(str(x), *values, f"{doc['static_ms'][i]:.1f}")
+    console.print(table)
+
+
+def render_tdes(doc: dict[str, Any], console: Console) -> None:
+    """Print the TDES result as a table."""
+    table = Table(title=f"TDES throughput on {doc['board']}, MB/s (MODELED)")
+    table.add_column("buffer", justify="right")
+    for tier in doc["throughput_mb_s"]:
+        table.add_column(tier, justify="right")
+    table.add_column("proxied/direct", justify="right")
+    for i, size in enumerate(doc["sizes"]):
+        values = [f"{doc['throughput_mb_s'][t][i]:.3f}" for t in doc["throughput_mb_s"]]
+        table.add_row(_size(size), *values, f"{doc['proxied_vs_direct'][i]:.2f}")
+    console.print(table)
+    console.print(
+        f"proxied hardware within {100 - doc['as_fast_threshold'] * 100:.0f} % of direct "
+        f"from {doc['proxied_as_fast_from']} B up"
+    )
+
+
+def _size(n: int) -> str:
+    return f"{n // 1024} KiB" if n >= 1024 else f"{n} B"

@@ -1,0 +1,295 @@
+"""The edge-router paper's experiments, rerun on the simulated ``virtex4-router`` board.
+
+``table4`` processes 100 packets of three flow distributions in each configuration (Table 4);
+``fig3a`` / ``fig3b`` / ``fig4`` run long traces through the router under each policy and
+report the speedup over the static system (Config_A): ``T_static / T_policy`` (Figs 3-4).
+Every number is MODELED (virtual time); the paper's numbers appear only as reference columns.
+
+Traffic for the figures: stability periods of one of the three distributions (60 % of one
+flow, 20 % of each other; consecutive periods differ), shares moving by up to ±5 % every
+0.5 ms, and spikes of another distribution cut in. The source is *paced*: it sends each
+stretch of traffic as fast as the best configuration for its mix can take it, so an ideal
+manager exactly keeps up and every microsecond a policy loses shows in the execution time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from juggle.core.controllers.base import Controller
+from juggle.core.controllers.oracle import OraclePhase
+from juggle.core.controllers.registry import ControllerRegistry, default_registry
+from juggle.errors import ConfigurationError
+from juggle.fabric.profiles import BoardProfile
+from juggle.simulate.router import KINDS, RouterModel, RouterRun, RouterSim, load_router_model
+from juggle.simulate.workload import FlowMix, Trace, WorkloadSpec, canonical_mixes, generate_trace
+
+__all__ = [
+    "DEFAULT_POLICIES",
+    "EXPERIMENTS",
+    "FIGURES",
+    "PAPER_TABLE4_US",
+    "FigureSetup",
+    "figure_trace",
+    "interleave",
+    "oracle_schedule",
+    "router_options",
+    "run_edge_router",
+    "run_router",
+]
+
+EXPERIMENTS = ("table4", "fig3a", "fig3b", "fig4")
+DEFAULT_POLICIES = ("distribution", "fifo", "adaptive", "oracle")
+TABLE4_MIXES = ((60, 20, 20), (20, 60, 20), (20, 20, 60))
+TABLE4_COLUMNS = ("A", "B", "C", "reconfiguring")
+PAPER_TABLE4_US = (184, 356, 356, 356, 311, 197, 321, 321, 390, 400, 212, 400)
+"""Table 4 of the paper, row-major; a reference column only, never an input."""
+
+
+@dataclass(frozen=True, slots=True)
+class FigureSetup:
+    """One figure experiment: what varies along x and the traffic at each point."""
+
+    x_label: str
+    x: tuple[int, ...]
+    stability_ms: Callable[[int], float]
+    spikes: Callable[[int], int]
+    spike_ms: float
+    duration_s: Callable[[int], float]
+
+
+def _duration(stability_ms: float) -> float:
+    """At least 0.6 s of traffic and at least six stability periods."""
+    return max(0.6, 6 * stability_ms / 1e3)
+
+
+FIGURES: Mapping[str, FigureSetup] = {
+    "fig3a": FigureSetup(
+        "stability_ms", (5, 20, 200), float, lambda _: 0, 2.0, lambda x: _duration(x)
+    ),
+    "fig3b": FigureSetup(
+        "stability_ms", (5, 20, 200), float, lambda _: 2, 2.0, lambda x: _duration(x)
+    ),
+    "fig4": FigureSetup(
+        "spikes_per_period",
+        (1, 2, 3, 4, 5, 6, 7, 8),
+        lambda _: 20.0,
+        int,
+        1.0,
+        lambda _: 0.6,
+    ),
+}
+
+
+def run_edge_router(
+    experiment: str,
+    *,
+    seed: int = 1,
+    policies: Sequence[str] | None = None,
+    profile: str | BoardProfile = "virtex4-router",
+    duration_scale: float = 1.0,
+    plot: str | Path | None = None,
+    registry: ControllerRegistry | None = None,
+) -> dict[str, Any]:
+    """Run one experiment and return its JSON-ready result.
+
+    ``policies`` (figures only) default to distribution, fifo, adaptive and oracle; any
+    registered controller name works. ``duration_scale`` shortens the traces (tests).
+    ``plot`` writes a PNG figure.
+
+    Raises :class:`~juggle.errors.ConfigurationError` for an unknown experiment or a bad
+    scale, :class:`~juggle.errors.ControllerError` for an unknown policy and
+    :class:`~juggle.errors.ProfileError` for a bad profile.
+    """
+    if experiment not in EXPERIMENTS:
+        raise ConfigurationError(
+            f"unknown experiment {experiment!r} (experiments: {', '.join(EXPERIMENTS)})",
+            experiment,
+        )
+    if not duration_scale > 0:
+        raise ConfigurationError(f'"duration_scale" must be > 0, got {duration_scale!r}')
+    model = load_router_model(profile)
+    if experiment == "table4":
+        result = _table4(model, seed)
+    else:
+        chosen = list(DEFAULT_POLICIES if policies is None else policies)
+        result = _figure(
+            experiment, model, seed, chosen, duration_scale, registry or default_registry()
+        )
+    if plot is not None:
+        from juggle.simulate.edge_router_plot import plot_result
+
+        plot_result(result, Path(plot))
+    return result
+
+
+# -- Table 4 ------------------------------------------------------------------------------------
+
+
+def interleave(counts: Sequence[int], rng: np.random.Generator) -> npt.NDArray[np.int8]:
+    """Flows spread as evenly as possible (stride scheduling with random phases)."""
+    total = sum(counts)
+    dues = []
+    flows = []
+    for flow, count in enumerate(counts):
+        phase = float(rng.random())
+        dues.append((np.arange(count) + phase) * total / count)
+        flows.append(np.full(count, flow, dtype=np.int8))
+    order = np.argsort(np.concatenate(dues), kind="stable")
+    out: npt.NDArray[np.int8] = np.concatenate(flows)[order]
+    return out
+
+
+def _table4(model: RouterModel, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    cells: list[float] = []
+    for mix in TABLE4_MIXES:
+        flows = interleave(mix, rng)
+        for holds in (*KINDS, None):
+            sim = RouterSim(model, flows, arrival_us=None, holds=holds, epoch_us=0.1)
+            cells.append(round(sim.run_fixed().makespan_us, 1))
+    errors = [round(100 * (c - p) / p, 2) for c, p in zip(cells, PAPER_TABLE4_US, strict=True)]
+    return {
+        "experiment": "table4",
+        "modeled": True,
+        "board": model.board,
+        "seed": seed,
+        "packets": 100,
+        "packet_bytes": model.params.packet_bytes,
+        "rows": ["/".join(str(p) for p in mix) for mix in TABLE4_MIXES],
+        "columns": list(TABLE4_COLUMNS),
+        "cells_us": cells,
+        "paper_us": list(PAPER_TABLE4_US),
+        "error_pct": errors,
+    }
+
+
+# -- the figures --------------------------------------------------------------------------------
+
+
+def _figure(
+    experiment: str,
+    model: RouterModel,
+    seed: int,
+    policies: list[str],
+    scale: float,
+    registry: ControllerRegistry,
+) -> dict[str, Any]:
+    setup = FIGURES[experiment]
+    for name in policies:
+        registry.plugin_of(name)
+    speedup: dict[str, list[float]] = {name: [] for name in policies}
+    reconfigurations: dict[str, list[int]] = {name: [] for name in policies}
+    static_ms: list[float] = []
+    packets: list[int] = []
+    for i, x in enumerate(setup.x):
+        trace = figure_trace(model, setup, x, seed + 7919 * i, scale)
+        packets.append(trace.packets)
+        base = run_router(model, trace, _build(registry, "static", model, trace))
+        static_ms.append(round(base.makespan_us / 1e3, 3))
+        for name in policies:
+            run = run_router(model, trace, _build(registry, name, model, trace))
+            speedup[name].append(round(base.makespan_us / run.makespan_us, 4))
+            reconfigurations[name].append(run.reconfigurations)
+    return {
+        "experiment": experiment,
+        "modeled": True,
+        "board": model.board,
+        "seed": seed,
+        "x_label": setup.x_label,
+        "x": list(setup.x),
+        "speedup": speedup,
+        "reconfigurations": reconfigurations,
+        "static_ms": static_ms,
+        "packets": packets,
+        "spike_ms": setup.spike_ms if experiment != "fig3a" else 0.0,
+        "fluctuation": 0.05,
+        "reconfig_us": model.reconfig_us,
+    }
+
+
+def figure_trace(
+    model: RouterModel, setup: FigureSetup, x: int, seed: int, scale: float = 1.0
+) -> Trace:
+    """The paced trace of one point of a figure (duration times ``scale``)."""
+    stability_ms = setup.stability_ms(x)
+    mixes = canonical_mixes()
+    spec = WorkloadSpec(
+        duration_s=setup.duration_s(x) * scale,
+        stability_s=stability_ms / 1e3,
+        line_rate_pps=_best_pps(model, FlowMix.percent(1, 1, 1).shares),
+        mixes=mixes,
+        fluctuation=0.05,
+        fluctuation_interval_s=0.5e-3,
+        spikes_per_period=setup.spikes(x),
+        spike_s=setup.spike_ms / 1e3,
+    )
+    return generate_trace(spec, seed, pace=lambda shares: _best_pps(model, shares))
+
+
+def _best_pps(model: RouterModel, shares: Sequence[float]) -> float:
+    """Packets per second the best configuration sustains for ``shares``."""
+    return 1e6 / min(model.per_packet_us(shares, kind) for kind in KINDS)
+
+
+def run_router(model: RouterModel, trace: Trace, controller: Controller) -> RouterRun:
+    """Run ``trace`` through the router under ``controller``, starting in Config_A."""
+    sim = RouterSim(model, trace.flows, arrival_us=trace.arrival_us, holds=model.params.initial)
+    return sim.run(controller)
+
+
+def _build(registry: ControllerRegistry, name: str, model: RouterModel, trace: Trace) -> Controller:
+    return registry.create(name, **router_options(name, model, trace))
+
+
+def router_options(name: str, model: RouterModel, trace: Trace) -> dict[str, Any]:
+    """The options a built-in policy gets in the router scenario (plugins get none)."""
+    p = model.params
+    initial = KINDS.index(p.initial)
+    fifo = {
+        "watch": ("des", "lz"),
+        "fallback": "processor",
+        "threshold": p.fifo_threshold,
+    }
+    if name == "static":
+        return {"hold": initial}
+    if name == "distribution":
+        return {"threshold": p.distribution_threshold}
+    if name == "fifo":
+        return fifo
+    if name == "adaptive":
+        return {"threshold": p.distribution_threshold, "fifo": fifo}
+    if name == "oracle":
+        return {
+            "schedule": oracle_schedule(model, trace),
+            "cost": lambda shares, held: model.per_packet_us(
+                [shares.get(i, 0.0) for i in range(len(KINDS))],
+                None if held is None else KINDS[held],
+            ),
+            "reconfig_us": model.reconfig_us,
+            "start": initial,
+        }
+    return {}
+
+
+def oracle_schedule(model: RouterModel, trace: Trace) -> list[OraclePhase]:
+    """The future the oracle is told: the trace's real mix in blocks of one reconfiguration.
+
+    A block holds as many packets as arrive, on average, during one reconfiguration, so the
+    plan reacts to what lasts long enough to matter and blends what does not.
+    """
+    mean_pps = trace.packets / max(trace.duration_us * 1e-6, 1e-12)
+    block = max(1, math.ceil(model.reconfig_us * 1e-6 * mean_pps))
+    phases = []
+    for first in range(0, trace.packets, block):
+        chunk = trace.flows[first : first + block]
+        counts = np.bincount(chunk, minlength=len(KINDS)) / chunk.shape[0]
+        phases.append(OraclePhase(first, int(chunk.shape[0]), dict(enumerate(counts.tolist()))))
+    return phases

@@ -1,0 +1,75 @@
+"""Figures of the edge-router experiments (matplotlib, Agg backend: no display needed).
+
+Every figure is labelled MODELED: the numbers come from the simulated board, not a board.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+
+from juggle.errors import ConfigurationError
+
+__all__ = ["plot_result"]
+
+
+def plot_result(result: dict[str, Any], path: Path) -> Path:
+    """Write ``result`` of :func:`~juggle.simulate.edge_router.run_edge_router` as a PNG.
+
+    Raises :class:`~juggle.errors.ConfigurationError` when ``path`` does not end in .png or
+    its folder does not exist.
+    """
+    if path.suffix.lower() != ".png":
+        raise ConfigurationError(f'"--plot" must name a .png file, got {str(path)!r}', path)
+    if not path.parent.exists():
+        raise ConfigurationError(f"folder {str(path.parent)!r} does not exist", path)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    try:
+        if result["experiment"] == "table4":
+            _table4(ax, result)
+        else:
+            _speedup(ax, result)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _table4(ax: Any, result: dict[str, Any]) -> None:
+    columns = result["columns"]
+    rows = result["rows"]
+    width = 0.2
+    for r in range(len(rows)):
+        for c, column in enumerate(columns):
+            x = r + (c - 1.5) * width
+            model = result["cells_us"][r * len(columns) + c]
+            paper = result["paper_us"][r * len(columns) + c]
+            ax.bar(x, model, width * 0.9, color=f"C{c}", label=column if r == 0 else None)
+            ax.plot([x - width * 0.45, x + width * 0.45], [paper, paper], "k-", lw=2)
+    ax.plot([], [], "k-", lw=2, label="paper (reference)")
+    ax.set_xticks(range(len(rows)), rows)
+    ax.set_xlabel("distribution forward/encrypt/compress (%)")
+    ax.set_ylabel("time for 100 packets (us)")
+    ax.set_title("Edge router, Table 4: configurations A, B, C, reconfiguring (MODELED)")
+    ax.legend(fontsize=8)
+
+
+def _speedup(ax: Any, result: dict[str, Any]) -> None:
+    xs = result["x"]
+    positions = range(len(xs))
+    for i, (policy, values) in enumerate(sorted(result["speedup"].items())):
+        ax.plot(positions, values, marker="o", color=f"C{i}", label=policy)
+    ax.axhline(1.0, color="grey", lw=1, ls="--", label="static (Config_A)")
+    ax.set_xticks(list(positions), [str(x) for x in xs])
+    label = {"stability_ms": "network stability (ms)", "spikes_per_period": "spikes per period"}
+    ax.set_xlabel(label.get(result["x_label"], result["x_label"]))
+    ax.set_ylabel("speedup = T_static / T_policy")
+    ax.set_title(f"Edge router, {result['experiment']} (MODELED, seed {result['seed']})")
+    ax.legend(fontsize=8)

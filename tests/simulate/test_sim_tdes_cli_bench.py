@@ -1,0 +1,74 @@
+"""``simulate tdes`` (Juggle Fig 7), the commands, and the simulator's speed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from juggle.bench import sim
+from juggle.errors import ConfigurationError
+from juggle.simulate.cli_router import register
+from juggle.simulate.tdes import SIZES, TierCosts, run_tdes
+
+
+def app() -> typer.Typer:
+    simulate = typer.Typer()
+    register(simulate)
+    simulate.callback()(lambda: None)
+    return simulate
+
+
+def test_proxied_hardware_is_as_fast_as_direct_from_64_bytes() -> None:
+    doc = run_tdes()
+    assert doc["sizes"] == list(SIZES) and doc["sizes"][0] == 8 and doc["sizes"][-1] == 65536
+    ratio = dict(zip(doc["sizes"], doc["proxied_vs_direct"], strict=True))
+    assert ratio[8] < 0.9 and ratio[32] < 0.9  # the proxy's static overhead shows
+    assert all(r >= 0.9 for size, r in ratio.items() if size >= 64)
+    assert doc["proxied_as_fast_from"] == 64
+    big = dict(zip(doc["sizes"], doc["proxied_vs_software"], strict=True))
+    assert 15 <= big[64] <= 25  # "a factor of almost 20" over the best Java service
+    throughput = doc["throughput_mb_s"]
+    assert all(
+        throughput["native"][i] > throughput["software"][i] for i in range(len(doc["sizes"]))
+    )
+
+
+def test_a_heavier_proxy_moves_the_break_even_point() -> None:
+    slow = run_tdes(costs=TierCosts(proxy_cycles=2_000, jni_cycles=2_000))
+    assert slow["proxied_as_fast_from"] is not None and slow["proxied_as_fast_from"] > 64
+    with pytest.raises(ConfigurationError, match="multiple of 8"):
+        run_tdes(sizes=[12])
+
+
+def test_tdes_command_prints_one_json_document_or_a_table() -> None:
+    runner = CliRunner()
+    result = runner.invoke(app(), ["tdes", "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.output)["modeled"] is True
+    table = runner.invoke(app(), ["tdes"])
+    assert table.exit_code == 0 and "MODELED" in table.output and "64 KiB" in table.output
+
+
+def test_edge_router_command_json_table_plot_and_errors(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(
+        app(), ["edge-router", "--experiment", "table4", "--json", "--seed", "2"]
+    )
+    assert result.exit_code == 0
+    doc = json.loads(result.output)
+    assert doc["experiment"] == "table4" and doc["seed"] == 2 and len(doc["cells_us"]) == 12
+    png = tmp_path / "t4.png"
+    table = runner.invoke(app(), ["edge-router", "--plot", str(png)])
+    assert table.exit_code == 0 and "Table 4" in table.output and png.exists()
+    bad = runner.invoke(app(), ["edge-router", "--experiment", "fig9"])
+    assert bad.exit_code == 2 and "unknown experiment 'fig9'" in bad.output
+
+
+def test_simulator_runs_over_200k_packets_per_second() -> None:
+    figures = sim.run(quick=True)
+    assert figures["sim_packets"] > 50_000
+    assert figures["sim_packets_per_s"] >= 200_000

@@ -394,3 +394,41 @@ class ThreadFailedError(HardwareThreadError):
 
 class HwThreadArgumentError(HardwareThreadError, ValueError):
     """An OS object or thread call got a bad argument (capacity, address, size)."""
+
+
+# -- runtime tenancy (runtime/tenancy.py: the allocator arbitrates live calls, issue 3 item 9) --
+
+
+class TenancyError(AllocatorError):
+    """Errors of the live tenant arbiter (tenants sharing the fabric through virtual devices)."""
+
+
+class ProgrammingModelError(TenancyError, ValueError):
+    """A tenant's programming model is neither ``"native"`` nor ``"aware"``; names the value."""
+
+
+class NotATenantError(TenancyError):
+    """A consumer that is not a registered tenant asked for an arbitrated hardware service;
+    ``subject`` is the consumer name."""
+
+
+class WaitSignal(TenancyError):
+    """WAIT for an aware tenant: its device is not connected, so the call did not run.
+
+    The request stays on the allocator's wait list (or its solution is under way); READY
+    arrives on the tenant's signal channel, then the call can be made again. ``subject`` is
+    ``(tenant, device)``; ``service_id`` names the service called.
+    """
+
+    def __init__(self, message: str, subject: Any = None, *, service_id: int | None = None):
+        super().__init__(message, subject)
+        self.service_id = service_id
+
+
+class DeviceWaitTimeoutError(TenancyError, TimeoutError):
+    """A native tenant's call waited longer than the arbiter's bound for its device; the call
+    did not run and a request still on the wait list was withdrawn."""
+
+
+class TenancyClosedError(TenancyError):
+    """The framework (and its tenant arbiter) was closed while a call waited or was made."""

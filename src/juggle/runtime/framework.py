@@ -40,6 +40,7 @@ from juggle.errors import (
     UnknownInterfaceError,
     UnknownModuleError,
     UnknownServiceError,
+    UnknownTenantError,
 )
 from juggle.fabric.bitstream import Bitstream, parse_bitstream
 from juggle.fabric.fabric import Fabric, open_fabric
@@ -56,6 +57,7 @@ from juggle.runtime.proxy import (
     wait_drained,
 )
 from juggle.runtime.registry import Registry, ServiceFactory, ServiceRegistration
+from juggle.runtime.tenancy import SignalChannel, TenantArbiter, TenantSnapshot
 from juggle.runtime.tracing import Accumulator, CallStats, merge, ns_per_tick
 
 log = logging.getLogger("juggle")
@@ -190,6 +192,9 @@ class _Managed:
     def new_impl(self, tier: str, consumer: str) -> object:
         """An implementation for ``tier`` (shared unless the service is per consumer)."""
         if tier == "hardware":
+            tenancy = self.framework._tenancy  # tenancy hook: a tenant's own virtual device
+            if tenancy is not None and tenancy.arbitrates(self.service_id):
+                return tenancy.virtual_device(self, consumer)
             if self.driver is None:
                 raise TierUnavailableError(
                     f"service {self.service_id} is not loaded in the fabric", self.service_id
@@ -299,6 +304,7 @@ class Framework:
         self._loop: threading.Thread | None = None
         self._loop_stop = threading.Event()
         self._closed = False
+        self._tenancy: TenantArbiter | None = None
 
     # -- modules -----------------------------------------------------------------------------
 
@@ -444,7 +450,9 @@ class Framework:
                 self._register(managed, ranking=spec.ranking, module_id=module.module_id)
                 module.service_ids.append(managed.service_id)
                 if managed.home_tier == "hardware":
-                    self.juggle(to_hardware=managed.service_id)
+                    tenancy = self._tenancy  # tenancy hook: the allocator places it on demand
+                    if tenancy is None or not tenancy.adopt(managed):
+                        self.juggle(to_hardware=managed.service_id)
         except BaseException:
             self._unregister_module_services(module)
             module.state = ModuleState.INSTALLED
@@ -469,11 +477,13 @@ class Framework:
             managed = self._managed.get(service_id)
             if managed is None:
                 continue
-            if managed.tier == "hardware":
+            if managed.tier == "hardware" and managed.region is not None:  # placed: take out
                 with contextlib.suppress(JuggleError):
                     self.juggle(to_hardware=None, to_software=[service_id])
             if managed.registration is not None and managed.registration.registered:
                 managed.registration.unregister()
+            if self._tenancy is not None:  # tenancy hook: its virtual devices end
+                self._tenancy.forget(service_id)
             with self._lock:
                 self._managed.pop(service_id, None)
         module.service_ids.clear()
@@ -751,11 +761,18 @@ class Framework:
 
     def _plan(self, entering: _Managed | None, leaving: list[_Managed]) -> str | None:
         """Sanity checks; returns the region the entering service will use."""
+        tenancy = self._tenancy  # tenancy hook: the arbiter's regions and services
         for m in leaving:
             if m.tier != "hardware":
                 raise SanityCheckError(
                     f"service {m.service_id} ({m.interface_name}) is in {m.tier}, not in "
                     "hardware: it cannot be taken out of the fabric",
+                    subject=m.service_id,
+                )
+            if tenancy is not None and tenancy.arbitrates(m.service_id):
+                raise SanityCheckError(
+                    f"service {m.service_id} ({m.interface_name}) is arbitrated among tenants: "
+                    "the allocator places it, juggles do not",
                     subject=m.service_id,
                 )
         if entering is None:
@@ -769,13 +786,16 @@ class Framework:
         freed = {m.region for m in leaving}
         held = {m.region: m for m in self._managed.values() if m.region is not None}
         candidates = list(entering.hardware.bitstreams)
-        free = [r for r in candidates if r not in held]
+        claimed = set(tenancy.held_regions()) if tenancy is not None else set()
+        free = [r for r in candidates if r not in held and r not in claimed]
         reclaimed = [r for r in candidates if r in freed]
         if not free and not reclaimed:
             holders = ", ".join(
                 f"{r} by service {held[r].service_id} ({held[r].interface_name})"
-                for r in candidates
                 if r in held
+                else f"{r} by the tenant arbiter"
+                for r in candidates
+                if r in held or r in claimed
             )
             raise SanityCheckError(
                 f"no region for service {entering.service_id}: {holders}; list the holder in "
@@ -900,6 +920,47 @@ class Framework:
                 {service_id: tier},
             )
 
+    # -- tenants (issue 3 item 9: the Ker-ONE allocator arbitrates live calls) --------------
+
+    def add_tenant(
+        self,
+        name: str,
+        *,
+        priority: int | None = None,
+        realtime: bool = False,
+        model: str = "native",
+    ) -> TenantSnapshot:
+        """Register tenant ``name``: the consumer whose proxies of arbitrated services get its
+        own virtual devices (see :mod:`juggle.runtime.tenancy`).
+
+        General-purpose priorities are 0..2 (default 0); ``realtime`` gives the top class,
+        never preempted. ``model`` is ``"native"`` (calls block until the device is READY) or
+        ``"aware"`` (calls raise :class:`~juggle.errors.WaitSignal`; READY arrives on
+        :meth:`signals`). From the first tenant on, hardware-only services started are placed
+        by the allocator on demand instead of at start. Nothing changes when this raises:
+        :class:`~juggle.errors.InvalidConsumerError`, :class:`~juggle.errors.PriorityError`,
+        :class:`~juggle.errors.ProgrammingModelError`,
+        :class:`~juggle.errors.DuplicateTenantError`.
+        """
+        with self._lock:
+            tenancy = self._tenancy if self._tenancy is not None else TenantArbiter(self)
+            snapshot = tenancy.add_tenant(name, priority=priority, realtime=realtime, model=model)
+            self._tenancy = tenancy
+            return snapshot
+
+    def tenants(self) -> tuple[TenantSnapshot, ...]:
+        """Snapshots of the tenants (priority, model, each virtual device's state and region)."""
+        return () if self._tenancy is None else self._tenancy.tenants()
+
+    def signals(self, tenant: str) -> SignalChannel:
+        """``tenant``'s channel of WAIT / READY / PREEMPT signals.
+
+        Raises :class:`~juggle.errors.UnknownTenantError`.
+        """
+        if self._tenancy is None:
+            raise UnknownTenantError(f"unknown tenant {tenant!r} (tenants: none)", subject=tenant)
+        return self._tenancy.signals(tenant)
+
     # -- controllers -------------------------------------------------------------------------
 
     def set_foreground(self, app: str | None) -> list[JuggleReport]:
@@ -989,6 +1050,8 @@ class Framework:
         if self._closed:
             return
         self.stop_control_loop()
+        if self._tenancy is not None:  # tenancy hook: waiting tenant calls end
+            self._tenancy.close()
         for module in list(self._modules.values()):
             if module.state is ModuleState.ACTIVE:
                 module.stop()

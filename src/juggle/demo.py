@@ -68,7 +68,7 @@ class _Scenario:
         self.mail.load_key(MAIL_KEY)
         self.fw.set_tier(self.mail.service_id, "software")  # Java-like software, as the paper
         self.work = _Work()
-        self.messages = [self._message() for _ in range(6)]
+        self.messages = [self._message() for _ in range(16)]
         pcm = sine_sweep(seconds=2.0, seed=seed)
         self.adpcm = encode_ima_adpcm(pcm)
         self.lock = threading.Lock()
@@ -200,10 +200,10 @@ def run_demo(seed: int = 1, pace: bool = False) -> dict[str, Any]:
     sc = _Scenario(seed, pace)
     try:
         phases = [
-            sc.phase(None, messages=2, chunks=8, start=0),
-            sc.phase("mail", messages=12, chunks=8, start=8),
-            sc.phase("music", messages=3, chunks=48, start=16),
-            sc.phase("mail", messages=12, chunks=8, start=64),
+            sc.phase(None, messages=4, chunks=16, start=0),
+            sc.phase("mail", messages=48, chunks=16, start=16),
+            sc.phase("music", messages=8, chunks=160, start=32),
+            sc.phase("mail", messages=48, chunks=16, start=192),
         ]
         agree = sc.cross_tier_check()
         stats = {

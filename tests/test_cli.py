@@ -1,0 +1,81 @@
+"""The command line: demo, module validate/schema, bench; JSON on stdout, clear errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from juggle.cli import _register_scenarios, app
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+_register_scenarios()
+
+
+def test_demo_json_acceptance() -> None:
+    result = runner.invoke(app, ["demo", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["failed_calls"] == 0
+    assert doc["results_agree"] is True
+    assert doc["tiers"]["hardware"]["figure"] == "modeled"
+    assert doc["tiers"]["software"]["figure"] == "measured"
+    assert doc["tiers"]["native"]["figure"] == "measured"
+    for tier in ("software", "native", "hardware"):
+        assert doc["tiers"][tier]["calls"] > 0 and doc["tiers"][tier]["throughput_mb_s"] > 0
+    directions = {(j["service"], j["direction"]) for j in doc["juggles"]}
+    assert ("tdes", "to_hardware") in directions and ("tdes", "to_software") in directions
+    assert ("adpcm", "to_hardware") in directions
+    for j in doc["juggles"]:
+        if j["direction"] == "to_hardware":
+            assert 10.0 < j["reconfiguration_ms"] < 15.0
+        assert j["overhead_us"] > 0
+    assert [p["focus"] for p in doc["phases"]] == [None, "mail", "music", "mail"]
+
+
+def test_demo_table() -> None:
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    for text in ("modeled", "measured", "failed calls: 0", "Juggles", "to_hardware"):
+        assert text in result.stdout
+
+
+def test_module_validate_and_schema(tmp_path: Path) -> None:
+    ok = runner.invoke(app, ["module", "validate", str(ROOT / "examples/modules/math"), "--json"])
+    assert ok.exit_code == 0, ok.output
+    doc = json.loads(ok.stdout)
+    assert doc["valid"] and doc["format"] == "comodule-xml"
+    assert {tuple(s["interfaces"]) for s in doc["services"]} == {
+        ("math.AddService",),
+        ("math.MulService",),
+    }
+    schema = runner.invoke(app, ["module", "schema"])
+    assert json.loads(schema.stdout)["title"] == "Descriptor"
+
+
+def test_module_validate_error_names_value(tmp_path: Path) -> None:
+    target = tmp_path / "tdes"
+    shutil.copytree(ROOT / "examples/modules/tdes", target)
+    (target / "bitstreams" / "tdes_prr0.bit").unlink()
+    result = runner.invoke(app, ["module", "validate", str(target)])
+    assert result.exit_code != 0
+    assert "tdes_prr0.bit" in str(result.exception)
+
+
+def test_bench_unknown_group() -> None:
+    result = runner.invoke(app, ["bench", "--only", "nope"])
+    assert result.exit_code != 0
+    assert "nope" in str(result.exception)
+
+
+@pytest.mark.parametrize("group", ["proxy"])
+def test_bench_quick_json(group: str) -> None:
+    result = runner.invoke(app, ["bench", "--quick", "--json", "--only", group])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    for key in ("proxy_overhead_ratio", "transparency_64", "transparency_1k"):
+        assert doc[key] > 0

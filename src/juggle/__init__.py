@@ -28,6 +28,7 @@ from juggle.errors import (
     ServiceUnavailableError,
     TierUnavailableError,
     UnknownServiceError,
+    WaitSignal,
 )
 from juggle.runtime.framework import (
     Framework,
@@ -39,6 +40,7 @@ from juggle.runtime.framework import (
 from juggle.runtime.interfaces import state_setting
 from juggle.runtime.modules import Module, ModuleState
 from juggle.runtime.proxy import ServiceProxy
+from juggle.runtime.tenants import SignalChannel, TenantSignal, TenantSnapshot
 
 __version__ = "0.1.0"
 
@@ -65,8 +67,12 @@ __all__ = [
     "ServiceSnapshot",
     "ServiceStatistics",
     "ServiceUnavailableError",
+    "SignalChannel",
+    "TenantSignal",
+    "TenantSnapshot",
     "TierUnavailableError",
     "UnknownServiceError",
+    "WaitSignal",
     "__version__",
     "state_setting",
 ]

@@ -108,6 +108,8 @@ class ServiceStatistics:
     per_consumer: Mapping[str, CallStats]
     per_method: Mapping[str, CallStats]
     inflight: int
+    hardware_modeled_mean_us: float | None = None
+    """On a simulated fabric: the modeled bus time per hardware call (None elsewhere)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +179,7 @@ class _Managed:
         self.lock = threading.RLock()
         self.started = time.monotonic()
         self.rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
+        self.hw_modeled_ns = 0  # modeled bus time spent in windows this service has left
 
     @property
     def service_id(self) -> int:
@@ -280,7 +283,11 @@ class Framework:
         trace_sample: int = 8,
         drain_timeout_s: float = 30.0,
         controller: Controller | None = None,
+        queue_capacity: int = 8,
     ) -> None:
+        if queue_capacity < 1:
+            raise ValueError(f'"queue_capacity" must be >= 1, got {queue_capacity!r}')
+        self.queue_capacity = queue_capacity
         if trace_sample < 1 or trace_sample & (trace_sample - 1):
             raise ValueError(f'"trace_sample" must be a power of two >= 1, got {trace_sample!r}')
         self.fabric = (
@@ -675,6 +682,11 @@ class Framework:
                     per_consumer.setdefault(consumer, []).append(acc)
                     per_method.setdefault(name, []).append(acc)
         total = merge(a for accs in per_consumer.values() for a in accs)
+        hardware_calls = merge(per_tier.get("hardware", [])).calls
+        modeled_mean = None
+        live = self._window_busy_ns(m.region) if m.region else 0
+        if hardware_calls and live is not None:
+            modeled_mean = (m.hw_modeled_ns + live) / 1000.0 / hardware_calls
         return ServiceStatistics(
             service_id=service_id,
             interface=m.interface_name,
@@ -685,18 +697,30 @@ class Framework:
             per_consumer={c: merge(a).snapshot(ratio) for c, a in sorted(per_consumer.items())},
             per_method={n: merge(a).snapshot(ratio) for n, a in sorted(per_method.items())},
             inflight=inflight,
+            hardware_modeled_mean_us=modeled_mean,
         )
+
+    def _window_busy_ns(self, region: str) -> int | None:
+        """Modeled bus time of ``region``'s window so far (None: not a simulated window)."""
+        try:
+            window = self.fabric.window(region)
+        except FabricError:
+            return None
+        statistics = getattr(window, "statistics", None)
+        if statistics is None:
+            return None
+        busy = getattr(statistics(), "busy_ns", None)
+        return busy if isinstance(busy, int) else None
 
     @staticmethod
     def _rate(m: _Managed, calls: int, window_s: float = 1.0) -> float:
+        """Calls per second over at least the last ``window_s`` (since start if younger)."""
         now = time.monotonic()
-        samples = m.rate_samples
-        samples.append((now, calls))
         base_t, base_calls = m.started, 0
-        for t, c in samples:
-            if now - t <= window_s and t < now:
-                base_t, base_calls = t, c
-                break
+        for t, c in m.rate_samples:
+            if now - t >= window_s:
+                base_t, base_calls = t, c  # the newest reading at least a window old
+        m.rate_samples.append((now, calls))
         span = now - base_t
         return (calls - base_calls) / span if span > 0 else 0.0
 
@@ -719,8 +743,8 @@ class Framework:
             t0 = time.perf_counter()
             entering = self._managed_of(to_hardware) if to_hardware is not None else None
             leaving = [self._managed_of(i) for i in leaving_ids]
-            if entering is not None and entering.tier == "hardware":
-                entering = None  # already there: nothing to load
+            if entering is not None and entering.region is not None:
+                entering = None  # already in the fabric: nothing to load
             region = self._plan(entering, leaving)
             steps: list[str] = []
             reconf_ms = bridge_ms = 0.0
@@ -731,6 +755,8 @@ class Framework:
                         self._to_soft(m, m.home_tier, steps)
                         evicted.append(m)
                 for m in evicted:
+                    assert m.region is not None
+                    m.hw_modeled_ns += self._window_busy_ns(m.region) or 0
                     if entering is None or m.region != region:
                         assert m.region is not None
                         unloaded = self.fabric.unload(m.region)
@@ -983,7 +1009,13 @@ class Framework:
         self.controller = controller
 
     def snapshot(self) -> StatsSnapshot:
-        """What a controller reads: per-service statistics, regions, the foreground app."""
+        """What a controller reads: per-service statistics, regions, the foreground app.
+
+        Live, a service's "queue" is the calls inside it right now (its callers waiting for
+        it): ``queue_length`` is that count and ``queue_occupancy`` its share of
+        ``queue_capacity``. ``gain_us`` is the measured mean duration in software minus that
+        in hardware once both tiers have served calls (None before).
+        """
         services = []
         stats = {s.service_id: self.statistics(s.service_id) for s in self.services()}
         total_rate = sum(s.rate_per_s for s in stats.values()) or 1.0
@@ -1001,12 +1033,26 @@ class Framework:
                     mean_us=st.total.mean_us,
                     p50_us=st.total.p50_us,
                     p99_us=st.total.p99_us,
+                    queue_occupancy=min(1.0, st.inflight / self.queue_capacity),
+                    queue_length=st.inflight,
                     hardware_capable="hardware" in snap.tiers,
                     per_consumer={c: s.calls for c, s in st.per_consumer.items()},
+                    gain_us=_gain_us(st, self._managed_of(snap.service_id).home_tier),
                 )
             )
-        regions = tuple(RegionStats(r.name, r.state, r.service_id) for r in self.regions())
+        regions = tuple(
+            RegionStats(r.name, r.state, r.service_id, reconfig_us=self._reconfig_us(r.name))
+            for r in self.regions()
+        )
         return StatsSnapshot(time.monotonic(), tuple(services), regions, self._foreground)
+
+    def _reconfig_us(self, region: str) -> float | None:
+        """Modeled time to reprogram ``region`` with its typical bitstream (None: unknown)."""
+        profile = self.fabric.profile
+        size = profile.region(region).bitstream_bytes
+        if size is None:
+            return None
+        return float(profile.config_port.transfer_ps(size)) / 1e6
 
     def control(self) -> list[JuggleReport]:
         """Run the controller once on a fresh snapshot and carry out its juggles."""
@@ -1070,3 +1116,19 @@ class Framework:
             f"<Framework {self.fabric.profile.board.name}: {len(self._modules)} modules, "
             f"{len(self._managed)} services, {in_hw} in hardware>"
         )
+
+
+def _gain_us(stats: ServiceStatistics, home_tier: str) -> float | None:
+    """Time a call saves in hardware over ``home_tier``, where it runs otherwise (None: unknown).
+
+    Software durations are measured; the hardware duration is modeled on a simulated fabric
+    (the wall time of a simulated core says nothing about the core) and measured on a board.
+    """
+    hardware = stats.per_tier.get("hardware")
+    soft = stats.per_tier.get(home_tier)
+    if hardware is None or not hardware.timed or soft is None or not soft.timed:
+        return None
+    hw_us = stats.hardware_modeled_mean_us
+    if hw_us is None:
+        hw_us = hardware.mean_us
+    return soft.mean_us - hw_us

@@ -255,12 +255,16 @@ def _result(
     }
     name_of = {sc.mail.service_id: "tdes", sc.music.service_id: "adpcm"}
     juggles = []
+    number = 0
     for phase in phases:
         for report in phase["juggles"]:
+            number += 1  # one juggle may take one service out and put another in
             for sid in report.to_software:
-                juggles.append(_juggle_row(name_of[sid], "to_software", report))
+                juggles.append(_juggle_row(number, name_of[sid], "to_software", report))
             if report.to_hardware is not None:
-                juggles.append(_juggle_row(name_of[report.to_hardware], "to_hardware", report))
+                juggles.append(
+                    _juggle_row(number, name_of[report.to_hardware], "to_hardware", report)
+                )
     return {
         "board": "xupv2p (simulated)",
         "tiers": tier_out,
@@ -288,8 +292,9 @@ def _result(
     }
 
 
-def _juggle_row(service: str, direction: str, report: Any) -> dict[str, Any]:
+def _juggle_row(number: int, service: str, direction: str, report: Any) -> dict[str, Any]:
     return {
+        "juggle": number,
         "service": service,
         "direction": direction,
         "region": report.region,
@@ -330,6 +335,7 @@ def render_demo(result: dict[str, Any], console: Console) -> None:
     console.print(table)
     juggles = Table(title="Juggles")
     for col in (
+        "#",
         "service",
         "direction",
         "region",
@@ -340,6 +346,7 @@ def render_demo(result: dict[str, Any], console: Console) -> None:
         juggles.add_column(col)
     for j in result["juggles"]:
         juggles.add_row(
+            str(j["juggle"]),
             j["service"],
             j["direction"],
             str(j["region"]),

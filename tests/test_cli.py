@@ -79,3 +79,19 @@ def test_bench_quick_json(group: str) -> None:
     doc = json.loads(result.stdout)
     for key in ("proxy_overhead_ratio", "transparency_64", "transparency_1k"):
         assert doc[key] > 0
+
+
+def test_console_script_error_exit_code(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    missing = tmp_path / "nowhere"
+    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "module", "validate", str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "error:" in proc.stderr and "nowhere" in proc.stderr

@@ -63,7 +63,10 @@ def run_bench(quick: bool = False, only: list[str] | None = None) -> dict[str, A
         figures = run(quick)
         timings[name] = round(time.perf_counter() - t0, 3)
         if name == "oscall":
+            from juggle.bench.oscall import LABELS
+
             result["oscall"] = figures
+            result["oscall_labels"] = {k: LABELS.get(k, "") for k in figures}
         else:
             result.update(figures)
     result["targets_met"] = {

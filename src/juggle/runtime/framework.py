@@ -45,7 +45,7 @@ from juggle.errors import (
 from juggle.fabric.bitstream import Bitstream, parse_bitstream
 from juggle.fabric.fabric import Fabric, open_fabric
 from juggle.fabric.resources import Resources
-from juggle.runtime.descriptors import ServiceSpec
+from juggle.runtime.descriptors import Descriptor, ServiceSpec
 from juggle.runtime.interfaces import InterfaceCatalog, interface_methods, short_name
 from juggle.runtime.modules import CodeNamespace, Module, ModuleSource, ModuleState
 from juggle.runtime.proxy import (
@@ -325,16 +325,23 @@ class Framework:
         """
         source = ModuleSource.open(path)
         descriptor = source.load_descriptor()
-        namespace = CodeNamespace(source, descriptor.module.name)
-        try:
-            resolved = [self._resolve(spec, source, namespace) for spec in descriptor.services]
-        except BaseException:
-            namespace.unload()
-            raise
+        namespace, resolved = self._load_code(source, descriptor)
         with self._lock:
             module = Module(self, next(self._module_ids), source, descriptor, namespace, resolved)
             self._modules[module.module_id] = module
         return module
+
+    def _load_code(
+        self, source: ModuleSource, descriptor: Descriptor
+    ) -> tuple[CodeNamespace, list[dict[str, Any]]]:
+        """Import the module's code in its own namespace and resolve every service in it;
+        on any error the namespace is unloaded again."""
+        namespace = CodeNamespace(source, descriptor.module.name)
+        try:
+            return namespace, [self._resolve(s, source, namespace) for s in descriptor.services]
+        except BaseException:
+            namespace.unload()
+            raise
 
     def _resolve(
         self, spec: ServiceSpec, source: ModuleSource, namespace: CodeNamespace
@@ -510,12 +517,7 @@ class Framework:
                 f"update of {module.name!r} found module {descriptor.module.name!r}",
                 subject=str(source.location),
             )
-        namespace = CodeNamespace(source, descriptor.module.name)
-        try:
-            resolved = [self._resolve(spec, source, namespace) for spec in descriptor.services]
-        except BaseException:
-            namespace.unload()
-            raise
+        namespace, resolved = self._load_code(source, descriptor)
         old_namespace = module.namespace
         if module.state is ModuleState.ACTIVE:
             self._swap_code(module, resolved)

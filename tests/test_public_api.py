@@ -41,3 +41,14 @@ def test_errors_form_one_tree() -> None:
     assert len(classes) > 30
     for cls in classes:
         assert issubclass(cls, juggle.JuggleError), cls
+
+
+def test_error_tree_docstring_lists_every_class() -> None:
+    import inspect
+
+    from juggle import errors
+
+    doc = errors.__doc__ or ""
+    for name, cls in inspect.getmembers(errors, inspect.isclass):
+        if cls.__module__ == errors.__name__:
+            assert f" {name}" in doc, f"{name} missing from the tree in errors.py's docstring"

@@ -8,44 +8,82 @@ one of these means nothing was half-done.
 ::
 
     JuggleError
-    ├── ConfigurationError                 a profile, descriptor or option is malformed
-    │   ├── ProfileError                   board profile unknown or invalid
-    │   ├── DescriptorError                module descriptor invalid
-    │   │   ├── UnknownInterfaceError      interface name resolves nowhere
-    │   │   └── UnknownClassError          implementation/driver class not in the module
-    │   └── PluginError                    a controller plugin is malformed
-    ├── ModuleError                        module lifecycle
-    │   ├── ModuleStateError               illegal lifecycle transition
-    │   └── UnknownModuleError
-    ├── RegistryError
-    │   ├── FilterSyntaxError              LDAP filter does not parse (RFC 4515)
-    │   ├── UnknownServiceError            no service with that id
-    │   └── ServiceUnavailableError        no service matches interface + filter
-    ├── FabricError
-    │   ├── UnknownRegionError
-    │   ├── BitstreamError
-    │   │   ├── BitstreamFormatError       header does not parse
-    │   │   ├── MissingBitstreamError      file named by a descriptor is absent
-    │   │   ├── PartMismatchError          built for another device
-    │   │   ├── RegionMismatchError        built for another region
-    │   │   └── BitstreamTooLargeError     larger than the region's frames
-    │   ├── ResourceError                  module needs more than the region has
-    │   ├── RegionBusyError                region occupied / in use
-    │   ├── ProgrammingError               config port write failed
-    │   └── BridgeError                    decoupler did not change state
-    ├── JuggleOperationError               the juggle primitive refused or rolled back
-    │   ├── SanityCheckError               a check before reconfiguring failed
-    │   ├── TierUnavailableError           the service has no implementation at that tier
-    │   └── DrainTimeoutError              in-flight calls did not finish in time
-    ├── ServiceArgumentError (ValueError)  a service method got a bad argument
-    ├── ControllerError
-    ├── AllocatorError                     tenants, devices, regions (Ker-ONE)
-    │   ├── UnknownTenantError
-    │   ├── UnknownDeviceError
+    ├── AllocatorError
+    │   ├── DeviceStateError
+    │   ├── DuplicateTenantError
+    │   ├── IllegalTransitionError
+    │   ├── InterfaceError (ValueError)
     │   ├── NoCompatibleRegionError
     │   ├── PriorityError
-    │   └── IllegalTransitionError         region state machine refused a transition
-    └── HardwareThreadError                ReconOS threads and OS objects
+    │   ├── TaskIndexError
+    │   ├── TenancyError
+    │   │   ├── DeviceWaitTimeoutError (TimeoutError)
+    │   │   ├── NotATenantError
+    │   │   ├── ProgrammingModelError (ValueError)
+    │   │   ├── TenancyClosedError
+    │   │   └── WaitSignal
+    │   ├── TimeOrderError (ValueError)
+    │   ├── UnknownDeviceError
+    │   └── UnknownTenantError
+    ├── ConfigurationError
+    │   ├── DescriptorError
+    │   │   ├── UnknownClassError
+    │   │   └── UnknownInterfaceError
+    │   ├── ModelRegistrationError
+    │   ├── PluginError
+    │   ├── ProfileError
+    │   └── VersionFormatError (ValueError)
+    ├── ControllerError
+    ├── FabricError
+    │   ├── BackendError
+    │   ├── BitstreamError
+    │   │   ├── BitstreamFormatError
+    │   │   ├── BitstreamTooLargeError
+    │   │   ├── MissingBitstreamError
+    │   │   ├── PartMismatchError
+    │   │   ├── RegionMismatchError
+    │   │   └── UnknownDesignError
+    │   ├── BridgeError
+    │   ├── CoreTimeoutError
+    │   ├── ProgrammingError
+    │   ├── RegionBusyError
+    │   ├── RegionEmptyError
+    │   ├── ResourceError
+    │   ├── UnknownRegionError (KeyError)
+    │   ├── WindowAccessError
+    │   └── WindowAttachError
+    ├── HardwareThreadError
+    │   ├── HandleError (KeyError)
+    │   ├── HwThreadArgumentError (ValueError)
+    │   ├── MutexOwnerError
+    │   ├── NoFreeSlotError
+    │   ├── OsCallTimeoutError (TimeoutError)
+    │   ├── ThreadFailedError
+    │   ├── ThreadStateError
+    │   └── WouldBlock
+    ├── JuggleOperationError
+    │   ├── DrainTimeoutError
+    │   ├── SanityCheckError
+    │   └── TierUnavailableError
+    ├── ModuleError
+    │   ├── ModuleStateError
+    │   └── UnknownModuleError
+    ├── RegistryError
+    │   ├── AlreadyUnregisteredError
+    │   ├── FilterSyntaxError (ValueError)
+    │   ├── InvalidConsumerError (ValueError)
+    │   ├── RegistrationError (ValueError)
+    │   │   └── PropertyError
+    │   ├── ServiceFactoryError
+    │   ├── ServiceUnavailableError
+    │   └── UnknownServiceError (KeyError)
+    ├── ServiceArgumentError (ValueError)
+    │   ├── BlockSizeError
+    │   ├── BufferSizeError
+    │   ├── KeyLengthError
+    │   └── OperandRangeError
+    └── ServiceStateError (RuntimeError)
+        └── KeyNotLoadedError
 """
 
 from __future__ import annotations

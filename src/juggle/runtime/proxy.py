@@ -188,18 +188,10 @@ def wait_drained(slot: Any, timeout_s: float, subject: object) -> None:
         delay = min(delay * 2, 1e-3)
 
 
-def _recording(traced: Any, binding: ProxyBinding, name: str) -> Callable[..., Any]:
-    def method(self: ServiceProxy, *args: Any, **kwargs: Any) -> Any:
-        with binding.lock:
-            result = traced(self, *args, **kwargs)
-            binding.record(name, args, kwargs)
-        return result
+def _locked(traced: Any, binding: ProxyBinding, spec: MethodSpec) -> Callable[..., Any]:
+    """A method that holds the binding's lock (so a switch never splits it from the state it
+    records) and records the call when ``spec`` is state-setting."""
 
-    method.__name__ = name
-    return method
-
-
-def _serialised(traced: Any, binding: ProxyBinding, spec: MethodSpec) -> Callable[..., Any]:
     def method(self: ServiceProxy, *args: Any, **kwargs: Any) -> Any:
         with binding.lock:
             result = traced(self, *args, **kwargs)
@@ -228,10 +220,8 @@ def build_proxy(
     attrs: dict[str, Any] = {"__slots__": (), "__doc__": interface.__doc__}
     for index, spec in enumerate(methods):
         traced = dispatch.TracedMethod(binding.dispatcher, index)
-        if serialise:
-            attrs[spec.name] = _serialised(traced, binding, spec)
-        elif spec.state_setting:
-            attrs[spec.name] = _recording(traced, binding, spec.name)
+        if serialise or spec.state_setting:
+            attrs[spec.name] = _locked(traced, binding, spec)
         else:
             attrs[spec.name] = traced
     cls = type(f"{short_name(interface_name)}Proxy", (ServiceProxy,), attrs)

@@ -180,6 +180,7 @@ class _Managed:
         self.started = time.monotonic()
         self.rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
         self.hw_modeled_ns = 0  # modeled bus time spent in windows this service has left
+        self.hw_busy_base = 0  # its current window's bus time when the service entered it
 
     @property
     def service_id(self) -> int:
@@ -686,9 +687,8 @@ class Framework:
         total = merge(a for accs in per_consumer.values() for a in accs)
         hardware_calls = merge(per_tier.get("hardware", [])).calls
         modeled_mean = None
-        live = self._window_busy_ns(m.region) if m.region else 0
-        if hardware_calls and live is not None:
-            modeled_mean = (m.hw_modeled_ns + live) / 1000.0 / hardware_calls
+        if hardware_calls and self.fabric.backend == "sim":
+            modeled_mean = (m.hw_modeled_ns + self._busy_since_entry(m)) / 1000.0 / hardware_calls
         return ServiceStatistics(
             service_id=service_id,
             interface=m.interface_name,
@@ -701,6 +701,18 @@ class Framework:
             inflight=inflight,
             hardware_modeled_mean_us=modeled_mean,
         )
+
+    def _enter_region(self, m: _Managed, region: str) -> None:
+        """``m`` now lives in ``region``; its modeled time there counts from here."""
+        m.region = region
+        m.hw_busy_base = self._window_busy_ns(region) or 0
+
+    def _busy_since_entry(self, m: _Managed) -> int:
+        """Modeled bus time ``m`` has used in its current region (0: none or not simulated)."""
+        if m.region is None:
+            return 0
+        busy = self._window_busy_ns(m.region)
+        return 0 if busy is None else busy - m.hw_busy_base
 
     def _window_busy_ns(self, region: str) -> int | None:
         """Modeled bus time of ``region``'s window so far (None: not a simulated window)."""
@@ -758,9 +770,8 @@ class Framework:
                         evicted.append(m)
                 for m in evicted:
                     assert m.region is not None
-                    m.hw_modeled_ns += self._window_busy_ns(m.region) or 0
+                    m.hw_modeled_ns += self._busy_since_entry(m)
                     if entering is None or m.region != region:
-                        assert m.region is not None
                         unloaded = self.fabric.unload(m.region)
                         bridge_ms += unloaded.bridge_ms
                         steps.append(f"bridge closed on {m.region}; region released")
@@ -850,7 +861,7 @@ class Framework:
         try:
             m.driver = m.hardware.driver(self.fabric.window(region))
             steps.append(f"driver {m.hardware.driver.__name__} loaded")
-            m.region = region
+            self._enter_region(m, region)
             self._switch_proxies(m, "hardware")
             steps.append(f"proxies of service {m.service_id} switched to hardware")
         except BaseException:
@@ -899,7 +910,7 @@ class Framework:
                 }:
                     try:
                         m.driver = m.hardware.driver(self.fabric.window(region))
-                        m.region = region
+                        self._enter_region(m, region)
                         self._switch_proxies(m, "hardware")
                         steps.append(f"rolled back: service {m.service_id} back in hardware")
                     except JuggleError:

@@ -23,6 +23,7 @@ one of these means nothing was half-done.
     │   │   ├── TenancyClosedError
     │   │   └── WaitSignal
     │   ├── TimeOrderError (ValueError)
+    │   ├── UnknownActionError
     │   ├── UnknownDeviceError
     │   └── UnknownTenantError
     ├── ConfigurationError
@@ -45,6 +46,7 @@ one of these means nothing was half-done.
     │   │   └── UnknownDesignError
     │   ├── BridgeError
     │   ├── CoreTimeoutError
+    │   ├── HardwareFaultError
     │   ├── ProgrammingError
     │   ├── RegionBusyError
     │   ├── RegionEmptyError
@@ -373,6 +375,12 @@ class CoreTimeoutError(FabricError):
     """A hardware core did not report done within the driver's polling budget."""
 
 
+class HardwareFaultError(FabricError):
+    """A hardware call failed (hung, raised, or returned a wrong result) and the service has
+    no software tier to serve it instead; ``subject`` is ``(service_id, region)``. The region
+    is quarantined (ERROR) until :meth:`juggle.Framework.recover`."""
+
+
 # -- allocator (issue 3: tenants, priorities, preemption) ----------------------------------
 
 
@@ -394,6 +402,11 @@ class TimeOrderError(AllocatorError, ValueError):
 
 class InterfaceError(AllocatorError, ValueError):
     """A virtual device interface got a bad register value or an oversized context."""
+
+
+class UnknownActionError(AllocatorError):
+    """A shell was asked to execute a value that is not an allocator action; ``subject`` is
+    that value."""
 
 
 # -- hwthreads (ReconOS threads, delegates, OS objects) --------------------------------------

@@ -6,7 +6,10 @@ whose whole state is a byte string (``live``); the device's save routine returns
 restore routine replaces it, and loading a new design blanks it. The shell counts every action
 it executes, keeps the signals it delivered, and records anything an allocator must never ask
 for (connecting a region that is already connected, restoring a context that is not the one
-saved) in ``violations`` instead of raising, so a test can report them all.
+saved) in ``violations`` instead of raising, so a test can report them all. It fills the
+table of :class:`~juggle.core.execute.Operations` and lets :func:`~juggle.core.execute.execute`
+dispatch, so a value that is no action at all raises
+:class:`~juggle.errors.UnknownActionError`.
 
 Reconfigurations and preemption stops are left pending until the caller completes them
 (:meth:`complete_reconfig`, :meth:`complete_stop`), or :meth:`settle` completes them all.
@@ -29,6 +32,7 @@ from juggle.core.actions import (
     StopAtConsistencyPoint,
 )
 from juggle.core.allocator import Allocator
+from juggle.core.execute import execute as execute_actions
 
 __all__ = ["LoopbackShell"]
 
@@ -54,41 +58,55 @@ class LoopbackShell:
         self.execute(solution.actions)
         return solution
 
-    def execute(self, actions: Iterable[Action]) -> None:
-        """Carry out ``actions`` in order."""
-        for action in actions:
-            self.calls[type(action).__name__] += 1
-            self._one(action)
+    def execute(self, actions: Iterable[Action]) -> int:
+        """Carry out ``actions`` in order; return how many.
 
-    def _one(self, action: Action) -> None:
-        if isinstance(action, Solution):
-            self.solutions.append(action)
-        elif isinstance(action, Signal):
-            self.signals.append(action)
-        elif isinstance(action, SaveContext):
-            self._save(action)
-        elif isinstance(action, RestoreContext):
-            self._restore(action)
-        elif isinstance(action, Connect):
-            self._connect(action)
-        elif isinstance(action, Disconnect):
-            self._disconnect(action)
-        elif isinstance(action, Reconfigure):
-            if action.region in self.pending_reconfig:
-                self.violations.append(f"{action.region}: reconfigured twice at once")
-            self.pending_reconfig[action.region] = action
-            self.live[action.region] = b""
-        else:
-            self.pending_stop[action.region] = action
+        Raises:
+            UnknownActionError: an item of ``actions`` is not an allocator action.
+        """
+        return execute_actions(self, actions)
 
-    def _save(self, action: SaveContext) -> None:
+    # -- the operations (juggle.core.execute.Operations) -------------------------------------
+
+    def reconfigure(self, action: Reconfigure) -> None:
+        """Blank the region's device and leave the load pending until it is completed."""
+        self._tally(action)
+        if action.region in self.pending_reconfig:
+            self.violations.append(f"{action.region}: reconfigured twice at once")
+        self.pending_reconfig[action.region] = action
+        self.live[action.region] = b""
+
+    def connect(self, action: Connect) -> None:
+        """Connect the device to the region, noting a region that was already held."""
+        self._tally(action)
+        holder = self.connected.get(action.region)
+        if holder is not None:
+            self.violations.append(
+                f"connect {action.tenant}/{action.device} to {action.region} held by {holder}"
+            )
+        self.connected[action.region] = (action.tenant, action.device)
+
+    def disconnect(self, action: Disconnect) -> None:
+        """Disconnect the device from the region, noting one that was not connected there."""
+        self._tally(action)
+        if self.connected.get(action.region) != (action.tenant, action.device):
+            self.violations.append(
+                f"disconnect {action.tenant}/{action.device} from {action.region}: not connected"
+            )
+        self.connected.pop(action.region, None)
+
+    def save_context(self, action: SaveContext) -> None:
+        """Store the region's device state in the interface (and here, to check restores)."""
+        self._tally(action)
         if self.connected.get(action.region) != (action.tenant, action.device):
             self.violations.append(f"save of {action.tenant}/{action.device}: not connected")
         data = self.live[action.region]
         action.interface.save(data)
         self.saved[(action.tenant, action.device)] = data
 
-    def _restore(self, action: RestoreContext) -> None:
+    def restore_context(self, action: RestoreContext) -> None:
+        """Put the interface's context into the region's device, noting one never saved."""
+        self._tally(action)
         data = action.interface.load()
         expected = self.saved.get((action.tenant, action.device), b"")
         if data != expected:
@@ -97,20 +115,24 @@ class LoopbackShell:
             )
         self.live[action.region] = data
 
-    def _connect(self, action: Connect) -> None:
-        holder = self.connected.get(action.region)
-        if holder is not None:
-            self.violations.append(
-                f"connect {action.tenant}/{action.device} to {action.region} held by {holder}"
-            )
-        self.connected[action.region] = (action.tenant, action.device)
+    def stop_at_consistency_point(self, action: StopAtConsistencyPoint) -> None:
+        """Leave the stop pending until it is completed."""
+        self._tally(action)
+        self.pending_stop[action.region] = action
 
-    def _disconnect(self, action: Disconnect) -> None:
-        if self.connected.get(action.region) != (action.tenant, action.device):
-            self.violations.append(
-                f"disconnect {action.tenant}/{action.device} from {action.region}: not connected"
-            )
-        self.connected.pop(action.region, None)
+    def signal(self, action: Signal) -> None:
+        """Keep the signal in ``signals``."""
+        self._tally(action)
+        self.signals.append(action)
+
+    def solution(self, action: Solution) -> None:
+        """Keep the announced solution in ``solutions``."""
+        self._tally(action)
+        self.solutions.append(action)
+
+    def _tally(self, action: Action) -> None:
+        """Count ``action`` in ``calls`` under its type's name."""
+        self.calls[type(action).__name__] += 1
 
     # -- completing what is pending ----------------------------------------------------------
 

@@ -23,11 +23,23 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from juggle.core.actions import Action, Reconfigure, Solution, SolutionKind, StopAtConsistencyPoint
+from juggle.core.actions import (
+    Action,
+    Connect,
+    Disconnect,
+    Reconfigure,
+    RestoreContext,
+    SaveContext,
+    Signal,
+    Solution,
+    SolutionKind,
+    StopAtConsistencyPoint,
+)
 from juggle.core.allocator import Allocator
+from juggle.core.execute import execute
 from juggle.core.tenants import DeviceState
 from juggle.errors import DeviceStateError
 from juggle.hwthreads._slots import Slot
@@ -57,7 +69,9 @@ class AllocatorSlots:
     ``clock`` gives the time in microseconds stamped on every allocator event (default: the
     monotonic clock); ``on_preempt(region)`` is called (outside the shell's lock) when the
     allocator orders the task in ``region`` to stop at its next consistency point. All views
-    share one lock, since the allocator itself is not thread-safe.
+    share one lock, since the allocator itself is not thread-safe. The shell fills the table
+    of :class:`~juggle.core.execute.Operations` and lets :func:`~juggle.core.execute.execute`
+    dispatch the allocator's actions.
     """
 
     def __init__(
@@ -83,6 +97,8 @@ class AllocatorSlots:
         }
         self._reconfig_us = 0.0
         self._orders: list[str] = []  # preemption orders to pass on once the lock is free
+        self._pending: deque[Action] = deque()  # actions of the current _carry_out, in order
+        self._now = 0.0  # the time stamped on the allocator events of the current _carry_out
 
     def for_tenant(self, tenant: str) -> TenantSlots:
         """The slot provider of ``tenant``.
@@ -153,22 +169,48 @@ class AllocatorSlots:
         self._notify(orders)
 
     def _carry_out(self, actions: Iterable[Action], now: float) -> None:
-        """Execute the allocator's actions: reconfigurations complete at once (their modeled
-        time is counted), preemption orders are queued for ``on_preempt``; connecting, context
-        and signal actions need nothing here (threads keep their own context)."""
-        pending = deque(actions)
-        while pending:
-            action = pending.popleft()
+        """Execute the allocator's actions, stamped ``now``, and then the ones each completed
+        reconfiguration brings (queued behind those already pending)."""
+        self._now = now
+        self._pending = deque(actions)
+        execute(self, self._drain())
+
+    def _drain(self) -> Iterator[Action]:
+        """Take the pending actions one at a time, counting each, until none is left."""
+        while self._pending:
             self._counts["actions"] += 1
-            if isinstance(action, Reconfigure):
-                self._counts["reconfigurations"] += 1
-                self._reconfig_us += action.t_rcfg_us
-                pending.extend(self.allocator.reconfigured(action.region, now, ok=True))
-            elif isinstance(action, StopAtConsistencyPoint):
-                self._counts["preemptions_started"] += 1
-                self._orders.append(action.region)
-            elif isinstance(action, Solution):
-                continue  # announces a later solution; its actions follow in the list
+            yield self._pending.popleft()
+
+    # -- the operations (juggle.core.execute.Operations) -------------------------------------
+
+    def reconfigure(self, action: Reconfigure) -> None:
+        """Complete the load at once: count its modeled time, queue the actions that follow."""
+        self._counts["reconfigurations"] += 1
+        self._reconfig_us += action.t_rcfg_us
+        self._pending.extend(self.allocator.reconfigured(action.region, self._now, ok=True))
+
+    def connect(self, action: Connect) -> None:
+        """Nothing to do: a hardware thread finds its region through the slot it acquires."""
+
+    def disconnect(self, action: Disconnect) -> None:
+        """Nothing to do: a device is disconnected only after its thread gave its slot back."""
+
+    def save_context(self, action: SaveContext) -> None:
+        """Nothing to do: a hardware thread keeps its own context."""
+
+    def restore_context(self, action: RestoreContext) -> None:
+        """Nothing to do: a hardware thread keeps its own context."""
+
+    def stop_at_consistency_point(self, action: StopAtConsistencyPoint) -> None:
+        """Queue the order for ``on_preempt``, which runs once the shell's lock is free."""
+        self._counts["preemptions_started"] += 1
+        self._orders.append(action.region)
+
+    def signal(self, action: Signal) -> None:
+        """Nothing to do: ``acquire``'s answer (a slot or None) and ``on_preempt`` tell threads."""
+
+    def solution(self, action: Solution) -> None:
+        """Nothing to do: it announces a later solution whose actions follow in the list."""
 
     def statistics(self) -> AllocatorSlotStatistics:
         """A frozen snapshot of the shell's counters."""

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
 
 from juggle.core.actions import (
-    Action,
     Connect,
     Disconnect,
     Reconfigure,
@@ -31,6 +30,7 @@ from juggle.core.actions import (
     StopAtConsistencyPoint,
 )
 from juggle.core.allocator import Allocator
+from juggle.core.execute import execute
 from juggle.core.tenants import SignalKind
 from juggle.simulate.kerone import PATH_US
 
@@ -84,7 +84,11 @@ class _Counters:
 
 
 class OfdmFabric:
-    """Executes an allocator's actions in a SimPy environment and records allocations."""
+    """Executes an allocator's actions in a SimPy environment and records allocations.
+
+    It implements :class:`~juggle.core.execute.Operations`; :meth:`call` hands what an
+    allocator entry point returns to :func:`~juggle.core.execute.execute`.
+    """
 
     def __init__(self, env: simpy.Environment, allocator: Allocator) -> None:
         self.env = env
@@ -104,6 +108,7 @@ class OfdmFabric:
         self._in_delivery: set[Key] = set()
         self._preempting: dict[str, Allocation] = {}
         self._reconfiguring: dict[str, Allocation] = {}
+        self._elapsed = 0  # wall-clock ns of the allocator call whose actions are executing
 
     def __repr__(self) -> str:
         return (
@@ -117,12 +122,12 @@ class OfdmFabric:
         """Call an allocator entry point, time it (wall clock), carry out what it returns."""
         t0 = time.perf_counter_ns()
         result = fn(*args)
-        elapsed = time.perf_counter_ns() - t0
-        if isinstance(result, Solution):
-            self._solution(result, elapsed)
-            self._run(result.actions, elapsed)
+        self._elapsed = time.perf_counter_ns() - t0
+        if isinstance(result, Solution):  # request(): the solution, then its actions
+            self.solution(result)
+            execute(self, result.actions)
         else:
-            self._run(result, elapsed)
+            execute(self, result)
         deadline = self.alloc.next_deadline()
         if deadline is not None and deadline not in self._timers:
             self._timers.add(deadline)
@@ -157,74 +162,78 @@ class OfdmFabric:
         self._timers.discard(deadline)
         self.call(self.alloc.advance, self.env.now)
 
-    # -- actions -----------------------------------------------------------------------------
+    # -- the operations (juggle.core.execute.Operations) -------------------------------------
 
-    def _run(self, actions: Iterable[Action], elapsed: int) -> None:
-        for action in actions:
-            self._one(action, elapsed)
+    def reconfigure(self, action: Reconfigure) -> None:
+        """Blank the region's device and load through PCAP for the modeled T_RCFG."""
+        self.device_ctx[action.region] = b""
+        self.env.process(self._pcap(action))
 
-    def _one(self, action: Action, elapsed: int) -> None:
-        if isinstance(action, Solution):
-            self._solution(action, elapsed)
-        elif isinstance(action, Signal):
-            self._signal(action)
-        elif isinstance(action, SaveContext):
-            data = self.device_ctx[action.region]
-            action.interface.save(data)
-            self.saved[(action.tenant, action.device)] = data
-        elif isinstance(action, RestoreContext):
-            data = action.interface.load()
-            if data != self.saved.get((action.tenant, action.device), b""):
-                self.counters.context_mismatches += 1
-            self.device_ctx[action.region] = data
-        elif isinstance(action, Connect):
-            if action.region in self.connected:
-                self.counters.violations.append(f"{action.region} connected twice")
-            self.connected[action.region] = (action.tenant, action.device)
-        elif isinstance(action, Disconnect):
-            self.connected.pop(action.region, None)
-        elif isinstance(action, Reconfigure):
-            self.device_ctx[action.region] = b""
-            self.env.process(self._pcap(action))
-        elif isinstance(action, StopAtConsistencyPoint):
-            self.stop_flag[action.region] = True
-            task = self.running.get(action.region)
-            if task is not None and task is not self.env.active_process:
-                task.interrupt("stop at the next consistency point")
-        else:  # pragma: no cover - the Action union is exhausted above
-            raise TypeError(f"unknown action {action!r}")
+    def connect(self, action: Connect) -> None:
+        """Connect the device to the region, noting a region connected twice."""
+        if action.region in self.connected:
+            self.counters.violations.append(f"{action.region} connected twice")
+        self.connected[action.region] = (action.tenant, action.device)
 
-    def _solution(self, solution: Solution, elapsed: int) -> None:
-        key = (solution.tenant, solution.device)
-        if solution.path == 0:
-            self._requested.setdefault(key, solution.at)
+    def disconnect(self, action: Disconnect) -> None:
+        """Disconnect the region."""
+        self.connected.pop(action.region, None)
+
+    def save_context(self, action: SaveContext) -> None:
+        """Store the region's device context in the interface (and here, to check restores)."""
+        data = self.device_ctx[action.region]
+        action.interface.save(data)
+        self.saved[(action.tenant, action.device)] = data
+
+    def restore_context(self, action: RestoreContext) -> None:
+        """Put the interface's context into the region's device, counting a mismatch."""
+        data = action.interface.load()
+        if data != self.saved.get((action.tenant, action.device), b""):
+            self.counters.context_mismatches += 1
+        self.device_ctx[action.region] = data
+
+    def stop_at_consistency_point(self, action: StopAtConsistencyPoint) -> None:
+        """Raise the region's stop flag and wake its task so it checks the flag."""
+        self.stop_flag[action.region] = True
+        task = self.running.get(action.region)
+        if task is not None and task is not self.env.active_process:
+            task.interrupt("stop at the next consistency point")
+
+    def solution(self, action: Solution) -> None:
+        """Open the allocation of a solved request (or note an Unavailable one), stamped with
+        the measured time of the allocator call that returned it."""
+        elapsed = self._elapsed
+        key = (action.tenant, action.device)
+        if action.path == 0:
+            self._requested.setdefault(key, action.at)
             self.counters.unavailable_ns_measured.append(elapsed)
             return
         allocation = Allocation(
-            solution.tenant,
-            solution.device,
-            solution.path,
-            self._requested.pop(key, solution.at),
-            solution.at,
+            action.tenant,
+            action.device,
+            action.path,
+            self._requested.pop(key, action.at),
+            action.at,
             elapsed,
         )
-        region = solution.region
+        region = action.region
         assert region is not None
-        if solution.path in (3, 4):
-            allocation.stop_ordered_at = solution.at
+        if action.path in (3, 4):
+            allocation.stop_ordered_at = action.at
             self._preempting[region] = allocation
-        if solution.reconfig:
+        if action.reconfig:
             self._reconfiguring[region] = allocation
         self._open[key] = allocation
 
-    def _signal(self, signal: Signal) -> None:
-        name = signal.signal.value
+    def signal(self, action: Signal) -> None:
+        """Count the signal; PREEMPT marks the task, READY reaches it after the path overhead."""
+        name = action.signal.value
         self.counters.signals[name] = self.counters.signals.get(name, 0) + 1
-        key = (signal.tenant, signal.device)
-        if signal.signal is SignalKind.PREEMPT:
+        key = (action.tenant, action.device)
+        if action.signal is SignalKind.PREEMPT:
             self._preempted[key] = True
             return
-        if signal.signal is SignalKind.WAIT:
+        if action.signal is SignalKind.WAIT:
             return
         allocation = self._open.pop(key, None)
         if allocation is None:

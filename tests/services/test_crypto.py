@@ -236,10 +236,15 @@ def test_start_while_busy_is_ignored() -> None:
     assert result(model, 16) == 0x85E813540F0AB405
 
 
-def test_keys_are_write_only_and_data_reads_back() -> None:
+def test_keys_and_data_read_back() -> None:
     model = TdesCore()
     load_key_regs(model, KEY24)
-    assert all(model.read(off, 0) == 0 for off in reg.KEY_HI + reg.KEY_LO)
+    keys = [model.read(off, 0) for i in range(3) for off in (reg.KEY_HI[i], reg.KEY_LO[i])]
+    assert b"".join(w.to_bytes(4, "big") for w in keys) == KEY24  # for the context save
+    des = DesCore()
+    load_key_regs(des, KEY24)  # the DES core maps KEY1 only
+    assert [des.read(off, 0) for off in (reg.KEY_HI[0], reg.KEY_LO[0])] == keys[:2]
+    assert all(des.read(off, 0) == 0 for off in reg.KEY_HI[1:] + reg.KEY_LO[1:])
     model.write(reg.DATA_HI, 0xDEADBEEF, 0)
     assert model.read(reg.DATA_HI, 0) == 0xDEADBEEF
     assert model.read(0x18, 0) == 0  # unmapped

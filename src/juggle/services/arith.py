@@ -133,6 +133,7 @@ class _ArithCore(RegisterModel):
     latency: ClassVar[int] = 1
     core_id: ClassVar[int] = 0
     resources: ClassVar[dict[str, int]] = {}
+    result_offsets: ClassVar[tuple[int, ...]] = (RESULT,)
 
     def __init__(self) -> None:
         self.reset()

@@ -11,6 +11,19 @@ Tiers: :class:`SoftwareAdpcmDecoder` (pure Python, table driven) and :class:`Adp
 an MMIO window, backed on the simulated fabric by :class:`AdpcmCore`. Both offer
 ``juggle_save_state()`` → ``(predictor, step_index)`` and ``juggle_restore_state(state)``, so a
 stream switched between tiers mid-way decodes exactly as if it had not been switched.
+:class:`AdpcmDriver` also offers the context operations of a core time-multiplexed among
+consumers, ``save_context()`` → bytes and ``restore_context(data)``, built from its own
+register accesses (PREDICTOR, STEP_INDEX, CONTROL, COUNT), so they work on every backend.
+Context layout, big-endian, version 1, 6 bytes::
+
+    byte 0        version, 1
+    byte 1        reserved, 0
+    bytes 2..3    predictor, signed 16-bit two's complement
+    bytes 4..5    step index, unsigned 16-bit, 0..88
+
+``restore_context(b"")`` is the power-on state: predictor 0, step index 0, COUNT 8. The read-only
+PCM registers keep the last word's samples until the next DATA word overwrites them, before the
+driver reads them again; a driver finishes every word inside one call, so they are no context.
 :func:`encode_ima_adpcm` and :func:`sine_sweep` make test and demo audio.
 
 Register map of the ADPCM core (byte offsets, 32-bit registers):
@@ -46,7 +59,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from juggle.errors import CoreTimeoutError, ServiceArgumentError
+from juggle.errors import CoreTimeoutError, ServiceArgumentError, ServiceStateError
 from juggle.fabric.mmio import MMIO
 from juggle.fabric.sim.model import RegisterModel
 from juggle.runtime.interfaces import state_setting
@@ -308,7 +321,10 @@ ID_ADPCM = 0x41445043  # "ADPC"
 WINDOW_SIZE = 0x40
 DEFAULT_MAX_POLLS = 100_000
 
-_CONTEXT = struct.Struct("<hBB")  # predictor, step index, count
+_CONTEXT = struct.Struct("<hBB")  # the model's: predictor, step index, count
+#: Version byte of the contexts ``AdpcmDriver.save_context`` produces.
+CONTEXT_VERSION = 1
+_DRIVER_CONTEXT = struct.Struct(">BBhH")  # version, reserved, predictor, step index
 
 
 class AdpcmCore(RegisterModel):
@@ -320,6 +336,7 @@ class AdpcmCore(RegisterModel):
 
     design: ClassVar[str] = "adpcm"
     window_size: ClassVar[int] = WINDOW_SIZE
+    result_offsets: ClassVar[tuple[int, ...]] = PCM
     cycles_per_sample: ClassVar[int] = 1
     resources: ClassVar[dict[str, int]] = {"slices": 412, "flipflops": 356, "mult18": 0, "ram16": 1}
 
@@ -467,20 +484,91 @@ class AdpcmDriver(DecoderService):
         return bytes(out)
 
     def juggle_save_state(self) -> State:
-        """The core's (predictor, step index), read from its registers."""
+        """The core's (predictor, step index), read from its registers.
+
+        Raises :class:`~juggle.errors.CoreTimeoutError` if the core stays BUSY.
+        """
         with self._lock:
-            self._wait_idle()
-            raw = self._mmio.read32(PREDICTOR) & 0xFFFF
-            index = self._mmio.read32(STEP_INDEX)
-        return (raw - 0x10000 if raw & 0x8000 else raw, index)
+            return self._read_state()
 
     def juggle_restore_state(self, state: State) -> None:
-        """Write a saved (predictor, step index) into the core. Raises ServiceArgumentError."""
+        """Write a saved (predictor, step index) into the core.
+
+        Raises :class:`~juggle.errors.ServiceArgumentError` for an invalid state and
+        :class:`~juggle.errors.CoreTimeoutError` if the core stays BUSY.
+        """
         predictor, index = _check_state(state)
         with self._lock:
-            self._wait_idle()
-            self._mmio.write32(PREDICTOR, predictor & 0xFFFFFFFF)
-            self._mmio.write32(STEP_INDEX, index)
+            self._write_state(predictor, index)
+
+    def _read_state(self) -> State:
+        """(predictor, step index) from the registers once idle; the caller holds the lock."""
+        self._wait_idle()
+        raw = self._mmio.read32(PREDICTOR) & 0xFFFF
+        index = self._mmio.read32(STEP_INDEX)
+        return (raw - 0x10000 if raw & 0x8000 else raw, index)
+
+    def _write_state(self, predictor: int, index: int) -> None:
+        """Write PREDICTOR and STEP_INDEX once idle; the caller holds the lock."""
+        self._wait_idle()
+        self._mmio.write32(PREDICTOR, predictor & 0xFFFFFFFF)
+        self._mmio.write32(STEP_INDEX, index)
+
+    # -- context operations ------------------------------------------------------------------
+
+    def save_context(self) -> bytes:
+        """This consumer's decoder context (layout in :mod:`.audio`), read from the registers.
+
+        Raises :class:`~juggle.errors.CoreTimeoutError` if the core stays BUSY, and what the
+        window raises.
+        """
+        with self._lock:
+            predictor, index = self._read_state()
+        return _DRIVER_CONTEXT.pack(CONTEXT_VERSION, 0, predictor, index)
+
+    def restore_context(self, data: bytes) -> None:
+        """Put a context from :meth:`save_context` back into the core; ``b""``: power-on state.
+
+        Writes CONTROL (RESET, for ``b""``) or PREDICTOR and STEP_INDEX, and COUNT 8. Raises
+        :class:`~juggle.errors.ServiceArgumentError` if ``data`` is not bytes,
+        :class:`~juggle.errors.ServiceStateError` naming the length, version or values of a
+        context this driver did not produce (nothing is changed then), and
+        :class:`~juggle.errors.CoreTimeoutError` if the core stays BUSY.
+        """
+        state = self._parse_context(data)
+        with self._lock:
+            if state is None:
+                self._wait_idle()
+                self._mmio.write32(CONTROL, CTRL_RESET)
+            else:
+                self._write_state(*state)
+            self._mmio.write32(COUNT, 8)
+
+    @staticmethod
+    def _parse_context(data: object) -> State | None:
+        """The (predictor, step index) of ``data``, ``None`` for ``b""``; raises first."""
+        if not isinstance(data, bytes | bytearray):
+            raise ServiceArgumentError(
+                f'AdpcmDriver.restore_context: "data" must be bytes, got {type(data).__name__}',
+                subject=data,
+            )
+        if not data:
+            return None
+        if len(data) != _DRIVER_CONTEXT.size:
+            raise ServiceStateError(
+                f"AdpcmDriver.restore_context: a context is {_DRIVER_CONTEXT.size} bytes "
+                f"(version {CONTEXT_VERSION}) or empty, got {len(data)} bytes",
+                subject=data,
+            )
+        version, reserved, predictor, index = _DRIVER_CONTEXT.unpack(data)
+        if version != CONTEXT_VERSION or reserved or index > _MAX_INDEX:
+            raise ServiceStateError(
+                f"AdpcmDriver.restore_context: malformed context (version {version}, "
+                f"expected {CONTEXT_VERSION}; reserved {reserved:#04x}; step index {index}, "
+                f"at most {_MAX_INDEX})",
+                subject=data,
+            )
+        return predictor, index
 
     def __repr__(self) -> str:
         return f"<AdpcmDriver on {self._mmio!r}>"

@@ -2,7 +2,11 @@
 
 The configuration port advances the modeled clock by the bytes written over the profile's
 throughput; a bridge state change by ``[bridge] switch_us``; window accesses by the bus cycles.
-Armed faults (:mod:`juggle.fabric.faults`) make the matching operation fail.
+Armed faults (:mod:`juggle.fabric.faults`) make the matching operation fail: the config port,
+the bridges and :meth:`SimBackend.attach` consult the programming steps; every window this
+backend attaches shares its injector and consults the access steps (``core_hang``,
+``core_garbage``, ``driver_error``) on each access, so a faulty core lasts until the region is
+reprogrammed and its window replaced.
 """
 
 from __future__ import annotations
@@ -158,6 +162,7 @@ class SimBackend:
             read_cycles=bus.read_cycles,
             write_cycles=bus.write_cycles,
             enabled=self._bridges[region.name].enable_show(),
+            faults=self._faults,
         )
         self._windows[region.name] = window
         return window

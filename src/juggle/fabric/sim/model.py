@@ -18,10 +18,14 @@ class RegisterModel(ABC):
     Subclasses set ``design`` (the design name bitstreams carry) and ``window_size`` and
     implement :meth:`read` and :meth:`write`. ``now`` is the fabric's modeled clock in core
     cycles at the moment of the access; a model schedules completion as ``now + latency``.
+    ``result_offsets`` names the registers that carry the core's computed output (not status,
+    control or configuration): the simulated fabric corrupts exactly these when a
+    ``core_garbage`` fault (:mod:`juggle.fabric.faults`) hits the core.
     """
 
     design: ClassVar[str] = ""
     window_size: ClassVar[int] = 0x100
+    result_offsets: ClassVar[tuple[int, ...]] = ()
 
     @abstractmethod
     def read(self, offset: int, now: int) -> int:

@@ -8,14 +8,26 @@ The window counts its own accesses, so a driver's modeled bus time can be attrib
 
 While the region's bridge is closed, or after the design was unloaded or overwritten, the
 window refuses accesses (the model is swapped for a refusal, so the hot path has no extra test).
+
+Injected faults (:mod:`juggle.fabric.faults`): every access that reaches the core tests the
+backend injector's ``pending`` attribute (one attribute read, no lock while nothing is armed);
+only when it is non-zero does it ask the injector which fault this access suffers.
+``driver_error`` raises ``OSError(EIO)`` for that one access (neither the core nor the
+statistics see it); ``core_hang`` and ``core_garbage`` wrap the model, from that access until
+the window is closed (the region reprogrammed), in a stand-in that passes the core a frozen
+cycle counter, or XORs ``GARBAGE_PATTERN`` onto reads of the model's ``result_offsets``.
+The wrapped model is what the bridge reconnects to, so a faulty core stays faulty across a
+bridge switch; ``model`` still returns the real model.
 """
 
 from __future__ import annotations
 
+import errno
 import threading
 from dataclasses import dataclass
 
 from juggle.errors import BridgeError, FabricError, RegionEmptyError, WindowAccessError
+from juggle.fabric.faults import GARBAGE_PATTERN, FaultInjector
 from juggle.fabric.sim.clock import PS_PER_S, ModelClock, cycles_to_ps
 from juggle.fabric.sim.model import RegisterModel
 
@@ -51,12 +63,48 @@ class _Refusal(RegisterModel):
         raise self._error(self._message, self._subject)
 
 
+class _HungCore(RegisterModel):
+    """A hung core (``core_hang``): ``inner`` sees the cycle of the first access for ever."""
+
+    def __init__(self, inner: RegisterModel) -> None:
+        self._inner = inner
+        self._frozen: int | None = None
+
+    def _now(self, now: int) -> int:
+        if self._frozen is None:
+            self._frozen = now
+        return self._frozen
+
+    def read(self, offset: int, now: int) -> int:
+        return self._inner.read(offset, self._now(now))
+
+    def write(self, offset: int, value: int, now: int) -> None:
+        self._inner.write(offset, value, self._now(now))
+
+
+class _GarbageCore(RegisterModel):
+    """A core returning wrong data (``core_garbage``): result registers read XORed."""
+
+    def __init__(self, inner: RegisterModel, result_offsets: tuple[int, ...]) -> None:
+        self._inner = inner
+        self._results = frozenset(result_offsets)
+
+    def read(self, offset: int, now: int) -> int:
+        value = self._inner.read(offset, now)
+        return value ^ GARBAGE_PATTERN if offset in self._results else value
+
+    def write(self, offset: int, value: int, now: int) -> None:
+        self._inner.write(offset, value, now)
+
+
 class SimWindow:
     """An MMIO window of ``model.window_size`` bytes over ``model`` (implements ``MMIO``).
 
     ``read32``/``write32`` raise :class:`~juggle.errors.WindowAccessError` naming a bad offset
     (unaligned or outside the window) or value, :class:`~juggle.errors.BridgeError` while the
     bridge is closed and :class:`~juggle.errors.RegionEmptyError` once the design is gone.
+    ``faults`` is the backend's injector (a private, never armed one by default); an armed
+    ``driver_error`` makes one access raise ``OSError`` (see :mod:`juggle.fabric.faults`).
     """
 
     def __init__(
@@ -69,6 +117,7 @@ class SimWindow:
         read_cycles: int,
         write_cycles: int,
         enabled: bool = True,
+        faults: FaultInjector | None = None,
     ) -> None:
         self.region = region
         self.design = model.design or type(model).__name__
@@ -84,6 +133,9 @@ class SimWindow:
         self._reads = 0
         self._writes = 0
         self._state = "open"
+        self._faults = faults if faults is not None else FaultInjector()
+        #: what an open bridge connects to: the model, or a faulty stand-in wrapping it
+        self._core: RegisterModel = model
         self._target: RegisterModel = model
         self.set_enabled(enabled)
 
@@ -97,17 +149,32 @@ class SimWindow:
         """The behavioural model behind the window (simulator only; drivers never use it)."""
         return self._model
 
+    @property
+    def faults(self) -> FaultInjector:
+        """The fault injector this window's accesses consult."""
+        return self._faults
+
     def read32(self, offset: int) -> int:
-        """Read the 32-bit register at ``offset`` (costs ``read_cycles`` of modeled time)."""
+        """Read the 32-bit register at ``offset`` (costs ``read_cycles`` of modeled time).
+
+        Raises the errors listed in the class docstring, and ``OSError`` for an injected
+        ``driver_error``.
+        """
         if offset & 3 or not 0 <= offset < self._size:
             raise self._bad_offset(offset)
         with self._lock:
+            if self._faults.pending:
+                self._inject(offset)
             now_ps = self._advance(self._read_ps)
             self._reads += 1
             return self._target.read(offset, now_ps * self._hz // PS_PER_S) & _MASK32
 
     def write32(self, offset: int, value: int) -> None:
-        """Write ``value`` to the register at ``offset`` (costs ``write_cycles``)."""
+        """Write ``value`` to the register at ``offset`` (costs ``write_cycles``).
+
+        Raises the errors listed in the class docstring, and ``OSError`` for an injected
+        ``driver_error``.
+        """
         if offset & 3 or not 0 <= offset < self._size:
             raise self._bad_offset(offset)
         if not 0 <= value <= _MASK32:
@@ -115,9 +182,34 @@ class SimWindow:
                 f'window {self.region!r}: "value" must be in 0..0xFFFFFFFF, got {value!r}', value
             )
         with self._lock:
+            if self._faults.pending:
+                self._inject(offset)
             now_ps = self._advance(self._write_ps)
             self._writes += 1
             self._target.write(offset, value, now_ps * self._hz // PS_PER_S)
+
+    def _inject(self, offset: int) -> None:
+        """Apply the armed access fault this access fires, if any; the caller holds the lock.
+
+        An access the bridge or a closed window refuses reaches no core and fires nothing.
+        Raises ``OSError(EIO)`` for ``driver_error``.
+        """
+        if self._state != "open":
+            return
+        step = self._faults.fire_access()
+        if step == "driver_error":
+            raise OSError(
+                errno.EIO,
+                f"injected fault: bus error on region {self.region!r} ({self.design}) "
+                f"at offset {offset:#x}",
+            )
+        if step == "core_hang":
+            self._core = _HungCore(self._core)
+        elif step == "core_garbage":
+            self._core = _GarbageCore(self._core, self._model.result_offsets)
+        else:
+            return
+        self._target = self._core
 
     def _bad_offset(self, offset: int) -> WindowAccessError:
         why = "is not 4-byte aligned" if offset & 3 else f"is outside 0..{self._size - 4:#x}"
@@ -132,7 +224,7 @@ class SimWindow:
                 return
             self._state = "open" if enabled else "decoupled"
             self._target = (
-                self._model
+                self._core
                 if enabled
                 else _Refusal(
                     BridgeError,
@@ -164,7 +256,8 @@ class SimWindow:
         )
 
     def __repr__(self) -> str:
+        fault = {_HungCore: ", core hung", _GarbageCore: ", core returns garbage"}
         return (
-            f"<SimWindow {self.region}:{self.design} {self._size:#x} bytes, {self._state}, "
-            f"{self._reads} reads, {self._writes} writes>"
+            f"<SimWindow {self.region}:{self.design} {self._size:#x} bytes, {self._state}"
+            f"{fault.get(type(self._core), '')}, {self._reads} reads, {self._writes} writes>"
         )

@@ -6,6 +6,26 @@ registers, sets the control register (operation + START), busy-waits on the stat
 until DONE, and reads the two result registers. The same driver runs on the simulated fabric and
 on a board. A lock keeps concurrent callers from interleaving their register sequences.
 Register map: :mod:`juggle.services.crypto.registers`.
+
+Context operations (a core time-multiplexed among consumers, Ker-ONE 4.3): ``save_context()``
+returns one consumer's context as bytes and ``restore_context(data)`` puts a saved context back,
+both with the driver's own register accesses and its own fields only, so they work on every
+backend (simulated window, UIO mmap, ...). A driver completes every block inside one call, so
+between calls the context is the key and whether one is loaded. Layout, big-endian, version 1
+(``n`` = :attr:`key_count`: 1 for DES, 3 for TDES; DES 12 bytes, TDES 28 bytes)::
+
+    byte 0        version, 1
+    byte 1        n, the number of 8-byte keys
+    byte 2        flags: bit 0 set = a key is loaded (no other bit may be set)
+    byte 3        reserved, 0
+    bytes 4..     KEY1_HI, KEY1_LO, ..., KEYn_HI, KEYn_LO: 2n unsigned 32-bit words
+                  (so bytes 4.. are the key bytes K1 || ... || Kn; all zero without a key)
+
+A context saved without a key carries zero words, whatever the registers hold, so it never
+carries another consumer's key. ``restore_context(b"")`` is the power-on state: key registers
+zero, no key loaded. Every restore also zeroes DATA_HI, DATA_LO and CONTROL, so no input block
+of the previous consumer stays in the core; RESULT_HI/RESULT_LO are read-only and keep the last
+block's output until the next block overwrites them, before the driver ever reads them again.
 """
 
 from __future__ import annotations
@@ -13,16 +33,25 @@ from __future__ import annotations
 import struct
 import threading
 
-from juggle.errors import CoreTimeoutError, KeyNotLoadedError
+from juggle.errors import (
+    CoreTimeoutError,
+    KeyNotLoadedError,
+    ServiceArgumentError,
+    ServiceStateError,
+)
 from juggle.fabric.mmio import MMIO
 from juggle.services.crypto import registers as r
 from juggle.services.crypto.des import check_des_key, tdes_keys
 from juggle.services.crypto.interface import Buffer, EncryptionService, block_view
 
-__all__ = ["DEFAULT_MAX_POLLS", "DesDriver", "TdesDriver"]
+__all__ = ["CONTEXT_VERSION", "DEFAULT_MAX_POLLS", "DesDriver", "TdesDriver"]
 
 #: Status reads per block before a driver gives up with :class:`CoreTimeoutError`.
 DEFAULT_MAX_POLLS = 100_000
+
+#: Version byte of the contexts ``save_context`` produces (layout in the module docstring).
+CONTEXT_VERSION = 1
+_FLAG_KEY_LOADED = 0x01
 
 _HALVES = struct.Struct(">II")
 
@@ -31,26 +60,112 @@ class _CipherDriver(EncryptionService):
     """Shared block loop; subclasses split the key into the 8-byte keys the core takes."""
 
     algorithm = ""
+    #: 8-byte keys the core holds (KEY1..KEYn); fixes the context's length
+    key_count = 1
 
     def __init__(self, mmio: MMIO, *, max_polls: int = DEFAULT_MAX_POLLS) -> None:
         self._mmio = mmio
         self._max_polls = max_polls
         self._lock = threading.Lock()
         self._key_loaded = False
+        self._context = struct.Struct(f">BBBB{2 * self.key_count}I")
 
     def _split_key(self, key: bytes) -> tuple[bytes, ...]:
         raise NotImplementedError
 
     def load_key(self, key: bytes) -> None:
-        """Write the key registers. Raises :class:`~juggle.errors.KeyLengthError`."""
+        """Write the key registers. Raises :class:`~juggle.errors.KeyLengthError`.
+
+        A register write that fails part-way (the window raises) leaves no key loaded.
+        """
         keys = self._split_key(key)  # validates before touching the core
+        words = [word for part in keys for word in _HALVES.unpack(part)]
+        with self._lock:
+            self._write_keys(words, loaded=True)
+
+    def _write_keys(self, words: list[int], *, loaded: bool) -> None:
+        """Write KEY1_HI..KEYn_LO; the caller holds the lock and passed validated words."""
+        write = self._mmio.write32
+        self._key_loaded = False  # a half-written key is no key
+        for index in range(len(words) // 2):
+            write(r.KEY_HI[index], words[2 * index])
+            write(r.KEY_LO[index], words[2 * index + 1])
+        self._key_loaded = loaded
+
+    # -- context operations ----------------------------------------------------------------
+
+    @property
+    def context_size(self) -> int:
+        """Length in bytes of the contexts :meth:`save_context` returns (DES 12, TDES 28)."""
+        return self._context.size
+
+    def save_context(self) -> bytes:
+        """This consumer's context: the key read back from KEY1..KEYn and whether one is loaded.
+
+        Layout in the module docstring. Without a loaded key the words are zero (the registers
+        are not read). Raises what the window raises (e.g. a closed or decoupled region).
+        """
+        words = [0] * (2 * self.key_count)
+        with self._lock:
+            loaded = self._key_loaded
+            if loaded:
+                read = self._mmio.read32
+                for index in range(self.key_count):
+                    words[2 * index] = read(r.KEY_HI[index])
+                    words[2 * index + 1] = read(r.KEY_LO[index])
+        flags = _FLAG_KEY_LOADED if loaded else 0
+        return self._context.pack(CONTEXT_VERSION, self.key_count, flags, 0, *words)
+
+    def restore_context(self, data: bytes) -> None:
+        """Put a context from :meth:`save_context` back into the core and the driver.
+
+        ``b""`` restores the power-on state (key registers zero, no key loaded). The key goes
+        in through the key registers; DATA_HI, DATA_LO and CONTROL are zeroed. Raises
+        :class:`~juggle.errors.ServiceArgumentError` if ``data`` is not bytes and
+        :class:`~juggle.errors.ServiceStateError` naming the length, version, key count or
+        flags of a context this driver did not produce (nothing is changed then); window
+        errors as :meth:`load_key` (the driver is then left with no key loaded).
+        """
+        loaded, words = self._parse_context(data)
         write = self._mmio.write32
         with self._lock:
-            for index, part in enumerate(keys):
-                hi, lo = _HALVES.unpack(part)
-                write(r.KEY_HI[index], hi)
-                write(r.KEY_LO[index], lo)
-            self._key_loaded = True
+            self._write_keys(words, loaded=False)
+            write(r.DATA_HI, 0)
+            write(r.DATA_LO, 0)
+            write(r.CONTROL, 0)
+            self._key_loaded = loaded
+
+    def _parse_context(self, data: object) -> tuple[bool, list[int]]:
+        """(key loaded, key words) of ``data``; raises before anything is touched."""
+        name = type(self).__name__
+        if not isinstance(data, bytes | bytearray):
+            raise ServiceArgumentError(
+                f'{name}.restore_context: "data" must be bytes, got {type(data).__name__}',
+                subject=data,
+            )
+        if not data:
+            return False, [0] * (2 * self.key_count)
+        if len(data) != self._context.size:
+            raise ServiceStateError(
+                f"{name}.restore_context: a context is {self._context.size} bytes "
+                f"(version {CONTEXT_VERSION}, {self.key_count} keys) or empty, "
+                f"got {len(data)} bytes",
+                subject=data,
+            )
+        version, count, flags, reserved, *words = self._context.unpack(data)
+        if version != CONTEXT_VERSION or count != self.key_count:
+            raise ServiceStateError(
+                f"{name}.restore_context: context version {version} with {count} keys, "
+                f"expected version {CONTEXT_VERSION} with {self.key_count} keys",
+                subject=data,
+            )
+        if flags & ~_FLAG_KEY_LOADED or reserved or (not flags and any(words)):
+            raise ServiceStateError(
+                f"{name}.restore_context: malformed context (flags {flags:#04x}, reserved "
+                f"{reserved:#04x}, key words {'set' if any(words) else 'zero'})",
+                subject=data,
+            )
+        return bool(flags), words
 
     def encrypt(self, buf: Buffer, size: int) -> int:
         """Encrypt ``buf[:size]`` in place on the core; errors as ``EncryptionService.encrypt``.
@@ -65,16 +180,16 @@ class _CipherDriver(EncryptionService):
 
     def _run(self, buf: Buffer, size: int, control: int) -> int:
         view = block_view(buf, size)
-        if not self._key_loaded:
-            raise KeyNotLoadedError(
-                f"{type(self).__name__}: load_key() must be called before encrypt/decrypt",
-                subject=self,
-            )
         read, write = self._mmio.read32, self._mmio.write32
         unpack, pack = _HALVES.unpack_from, _HALVES.pack_into
         max_polls, done = self._max_polls, r.STATUS_DONE
         out = bytearray(size)  # written back only when every block succeeded
-        with self._lock:
+        with self._lock:  # the key check too: a context restore may be under way
+            if not self._key_loaded:
+                raise KeyNotLoadedError(
+                    f"{type(self).__name__}: load_key() must be called before encrypt/decrypt",
+                    subject=self,
+                )
             for offset in range(0, size, 8):
                 hi, lo = unpack(view, offset)
                 write(r.DATA_HI, hi)
@@ -102,6 +217,7 @@ class DesDriver(_CipherDriver):
     """Driver of the DES core (8-byte key in KEY1)."""
 
     algorithm = "des"
+    key_count = 1
 
     def _split_key(self, key: bytes) -> tuple[bytes, ...]:
         return (check_des_key(key),)
@@ -111,6 +227,7 @@ class TdesDriver(_CipherDriver):
     """Driver of the Triple-DES core (KEY1..KEY3; a 16-byte 2-key key writes K1 into KEY3)."""
 
     algorithm = "tdes"
+    key_count = 3
 
     def _split_key(self, key: bytes) -> tuple[bytes, ...]:
         return tdes_keys(key)

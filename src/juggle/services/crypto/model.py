@@ -11,7 +11,7 @@ Register map (byte offsets, see :mod:`juggle.services.crypto.registers`):
 0x0C   DATA_LO     R/W   input block bytes 4..7
 0x10   RESULT_HI   R     output block bytes 0..3
 0x14   RESULT_LO   R     output block bytes 4..7
-0x20   KEY1_HI/LO  W     key 1 at 0x20/0x24; key 2 at 0x28/0x2C, key 3 at 0x30/0x34 (TDES)
+0x20   KEY1_HI/LO  R/W   key 1 at 0x20/0x24; key 2 at 0x28/0x2C, key 3 at 0x30/0x34 (TDES)
 0x38   LATENCY     R     core cycles per block
 0x3C   ID          R     ``ID_DES`` (0x44455331) or ``ID_TDES`` (0x54444553)
 =====  ==========  ====  ==================================================================
@@ -19,7 +19,12 @@ Register map (byte offsets, see :mod:`juggle.services.crypto.registers`):
 Timing: a START written at cycle ``t`` latches DATA and the keys; STATUS reads BUSY until cycle
 ``t + latency`` (DES 16, TDES 48 core cycles: one round per cycle, three DES passes for TDES),
 then DONE, and only then do RESULT_HI/RESULT_LO show the new block. A START while BUSY is
-ignored. Unmapped offsets read 0 and ignore writes.
+ignored. Unmapped offsets read 0 and ignore writes (on the DES core, KEY2 and KEY3 too).
+
+The key registers read back what was written, so a driver can save a consumer's context with
+register reads alone (see :mod:`juggle.services.crypto.registers` for why, and who may read
+them on a real board). RESULT_HI/RESULT_LO are the core's result registers
+(``result_offsets``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ class _CipherCore(RegisterModel):
     core_id: ClassVar[int] = 0
     key_count: ClassVar[int] = 1
     resources: ClassVar[dict[str, int]] = {}
+    result_offsets: ClassVar[tuple[int, ...]] = (r.RESULT_HI, r.RESULT_LO)
 
     def __init__(self) -> None:
         self.reset()
@@ -88,6 +94,8 @@ class _CipherCore(RegisterModel):
             return self._control
         if offset in (r.DATA_HI, r.DATA_LO):
             return self._data[(offset - r.DATA_HI) // 4]
+        if r.KEY_HI[0] <= offset < r.KEY_HI[0] + 8 * self.key_count:
+            return self._keys[(offset - r.KEY_HI[0]) // 4]
         if offset == r.LATENCY:
             return self.latency
         if offset == r.ID:

@@ -9,12 +9,12 @@ off    name        dir   meaning
 0x0C   DATA_LO     R/W   input block, bytes 4..7
 0x10   RESULT_HI   R     output block, bytes 0..3
 0x14   RESULT_LO   R     output block, bytes 4..7
-0x20   KEY1_HI     W     key 1, bytes 0..3 (reads as 0: keys are write-only)
-0x24   KEY1_LO     W     key 1, bytes 4..7
-0x28   KEY2_HI     W     key 2 (TDES only)
-0x2C   KEY2_LO     W
-0x30   KEY3_HI     W     key 3 (TDES only)
-0x34   KEY3_LO     W
+0x20   KEY1_HI     R/W   key 1, bytes 0..3 (big-endian; reads back what was written)
+0x24   KEY1_LO     R/W   key 1, bytes 4..7
+0x28   KEY2_HI     R/W   key 2 (TDES only; on the DES core unmapped: reads 0, writes ignored)
+0x2C   KEY2_LO     R/W
+0x30   KEY3_HI     R/W   key 3 (TDES only)
+0x34   KEY3_LO     R/W
 0x38   LATENCY     R     core cycles per block (16 for DES, 48 for TDES)
 0x3C   ID          R     core identifier: ``ID_DES`` or ``ID_TDES``
 =====  ==========  ====  ==================================================================
@@ -22,6 +22,13 @@ off    name        dir   meaning
 A block is processed as in the Juggle paper (section 6.2): write DATA_HI/DATA_LO, write CONTROL
 with START and the operation, poll STATUS until DONE, read RESULT_HI/RESULT_LO. START while the
 core is BUSY is ignored. Unmapped offsets read 0 and ignore writes.
+
+The key registers are readable because a core is time-multiplexed among consumers: the
+driver's context save (``save_context``) reads the loaded key back through the window, and its
+restore writes another consumer's key in, with register accesses only, so it works on every
+backend. In a real design the key registers are readable only through the privileged control
+window, which belongs to the runtime (the process that owns the fabric), never to a tenant: a
+tenant reaches the core only through the driver's calls, none of which returns a key.
 """
 
 from __future__ import annotations

@@ -208,6 +208,15 @@ class Fabric:
             self._bridge_ms += report.bridge_ms
         return report
 
+    def quarantine(self, region: str, reason: str) -> None:
+        """Isolate ``region``, whose core failed: ERROR until unloaded or programmed again.
+
+        Raises :class:`~juggle.errors.UnknownRegionError` and
+        :class:`~juggle.errors.RegionBusyError`.
+        """
+        self._check_open()
+        self.region(region).quarantine(reason)
+
     def window(self, region: str) -> MMIO:
         """The MMIO window of the design loaded in ``region``.
 

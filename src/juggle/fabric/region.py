@@ -215,6 +215,15 @@ class FpgaRegion:
         wall = (time.perf_counter() - started) * 1e3
         return ProgramReport(self.name, design, 0, 0.0, switch, switch, wall)
 
+    def quarantine(self, reason: str) -> None:
+        """Take a faulty core off the bus: bridge closed (best effort), window dropped, state
+        ERROR naming ``reason``. Unloading or programming again recovers the region.
+
+        Raises :class:`~juggle.errors.RegionBusyError` while the region is being programmed.
+        """
+        with self._taken():
+            self._fail("quarantined", FabricError(reason))
+
     @contextmanager
     def _taken(self) -> Iterator[RegionState]:
         if not self._take_lock.acquire(blocking=False):

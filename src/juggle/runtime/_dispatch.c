@@ -45,6 +45,7 @@ typedef struct {
     Py_ssize_t inflight;
     uint64_t sample_mask; /* after EXACT_CALLS calls, time one call in (mask + 1) */
     MethodStats *stats;
+    PyObject *on_drained; /* called with no argument when inflight drops to 0, or NULL */
 } SlotObject;
 
 /* The first EXACT_CALLS calls of each method are all timed, so quiet services get exact
@@ -177,6 +178,7 @@ static int Slot_init(SlotObject *self, PyObject *args, PyObject *kwds) {
 }
 
 static int Slot_traverse(SlotObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->on_drained);
     Py_VISIT(self->impl);
     Py_VISIT(self->tier);
     Py_VISIT(self->names);
@@ -190,6 +192,7 @@ static int Slot_traverse(SlotObject *self, visitproc visit, void *arg) {
 }
 
 static int Slot_clear(SlotObject *self) {
+    Py_CLEAR(self->on_drained);
     Py_CLEAR(self->impl);
     Py_CLEAR(self->tier);
     Py_CLEAR(self->names);
@@ -206,6 +209,39 @@ static void Slot_dealloc(SlotObject *self) {
 
 static PyObject *Slot_get_inflight(SlotObject *self, void *closure) {
     return PyLong_FromSsize_t(self->inflight);
+}
+
+static PyObject *Slot_get_on_drained(SlotObject *self, void *closure) {
+    return Py_NewRef(self->on_drained != NULL ? self->on_drained : Py_None);
+}
+
+static int Slot_set_on_drained(SlotObject *self, PyObject *value, void *closure) {
+    if (value == NULL || value == Py_None) {
+        Py_CLEAR(self->on_drained);
+        return 0;
+    }
+    if (!PyCallable_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "on_drained must be callable or None, got %R", value);
+        return -1;
+    }
+    Py_XSETREF(self->on_drained, Py_NewRef(value));
+    return 0;
+}
+
+/* The last call running on a slot ended: tell whoever waits for the slot to drain. Runs with
+ * the GIL held right after the decrement, so a waiter that set on_drained and then read
+ * inflight cannot miss it. An exception in the callback must not replace the call's result. */
+static void slot_notify_drained(SlotObject *slot) {
+    PyObject *callback = Py_NewRef(slot->on_drained);
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *r = PyObject_CallNoArgs(callback);
+    if (r == NULL) {
+        PyErr_WriteUnraisable(callback);
+    }
+    Py_XDECREF(r);
+    PyErr_Restore(type, value, traceback);
+    Py_DECREF(callback);
 }
 
 static PyObject *Slot_stats(SlotObject *self, PyObject *unused) {
@@ -250,6 +286,8 @@ static PyMemberDef Slot_members[] = {
 
 static PyGetSetDef Slot_getset[] = {
     {"inflight", (getter)Slot_get_inflight, NULL, "calls running on this slot now", NULL},
+    {"on_drained", (getter)Slot_get_on_drained, (setter)Slot_set_on_drained,
+     "callable run (no arguments) each time the in-flight count drops to 0, or None", NULL},
     {NULL},
 };
 
@@ -412,6 +450,9 @@ static PyObject *TracedMethod_vectorcall(PyObject *callable, PyObject *const *ar
     slot->inflight--;
     if (result == NULL) {
         st->errors++;
+    }
+    if (slot->inflight == 0 && slot->on_drained != NULL) {
+        slot_notify_drained(slot);
     }
     Py_DECREF(slot);
     return result;

@@ -1,3 +1,4 @@
+from collections.abc import Callable
 from typing import Any
 
 NBUCKETS: int
@@ -8,6 +9,7 @@ class Slot:
     impl: Any
     tier: Any
     names: tuple[str, ...]
+    on_drained: Callable[[], object] | None
     @property
     def inflight(self) -> int: ...
     def __init__(

@@ -68,6 +68,7 @@ class Slot:
         self._mask = sample_period - 1
         self._stats = [_MethodStats() for _ in names]
         self._inflight = 0
+        self.on_drained: Any = None
 
     @property
     def inflight(self) -> int:
@@ -129,5 +130,8 @@ class TracedMethod:
                     st.max_ticks = max(st.max_ticks, dt)
                     st.hist[_bucket_of(dt)] += 1
                 slot._inflight -= 1
+                drained = slot._inflight == 0 and slot.on_drained is not None
                 if not ok:
                     st.errors += 1
+            if drained:
+                slot.on_drained()

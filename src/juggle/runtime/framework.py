@@ -46,17 +46,13 @@ from juggle.fabric.bitstream import Bitstream, parse_bitstream
 from juggle.fabric.fabric import Fabric, open_fabric
 from juggle.fabric.resources import Resources
 from juggle.runtime.descriptors import Descriptor, ServiceSpec
+from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, HardwareCore
 from juggle.runtime.interfaces import InterfaceCatalog, interface_methods, short_name
+from juggle.runtime.juggler import Juggler
 from juggle.runtime.modules import CodeNamespace, Module, ModuleSource, ModuleState
-from juggle.runtime.proxy import (
-    TIERS,
-    ServiceProxy,
-    binding_of,
-    build_proxy,
-    make_gone,
-    wait_drained,
-)
-from juggle.runtime.registry import Registry, ServiceFactory, ServiceRegistration
+from juggle.runtime.proxy import TIERS, ServiceProxy, binding_of
+from juggle.runtime.registry import Registry
+from juggle.runtime.services import Hardware, ManagedService, ProxyFactory
 from juggle.runtime.tenancy import SignalChannel, TenantArbiter, TenantSnapshot
 from juggle.runtime.tracing import Accumulator, CallStats, merge, ns_per_tick
 
@@ -110,6 +106,12 @@ class ServiceStatistics:
     inflight: int
     hardware_modeled_mean_us: float | None = None
     """On a simulated fabric: the modeled bus time per hardware call (None elsewhere)."""
+    fallbacks: int = 0
+    """Hardware calls that failed (hung, raised, or mismatched) and were served by software."""
+    verified: int = 0
+    """Hardware calls also run on the software tier and compared (``verify_sample``)."""
+    mismatches: int = 0
+    """Verified calls whose hardware result differed (the consumer got the software one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,142 +129,6 @@ class JuggleReport:
     tiers: Mapping[int, str] = field(default_factory=dict)
 
 
-# -- managed services ------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Hardware:
-    driver: type
-    bitstreams: dict[str, tuple[Bitstream, bytes]]
-    resources: Resources | None
-
-
-class _Managed:
-    """Runtime record of a service: its tiers, current tier and the proxies it serves."""
-
-    def __init__(
-        self,
-        framework: Framework,
-        interfaces: tuple[str, ...],
-        interface: type,
-        spec: ServiceSpec | None,
-        classes: dict[str, type],
-        hardware: _Hardware | None,
-        module: Module | None,
-        properties: Mapping[str, Any],
-        *,
-        per_consumer: bool,
-        instance: object | None = None,
-    ) -> None:
-        self.framework = framework
-        self.interfaces = interfaces
-        self.interface_name = interfaces[0]
-        self.interface = interface
-        self.spec = spec
-        self.classes = classes
-        self.hardware = hardware
-        self.module = module
-        self.properties = dict(properties)
-        self.per_consumer = per_consumer
-        self.instance = instance
-        soft = [t for t in ("native", "software") if t in classes]
-        if instance is not None:
-            soft = ["software"]
-        self.home_tier: str = soft[0] if soft else "hardware"
-        self.tier: str = self.home_tier
-        self.region: str | None = None
-        self.driver: object | None = None
-        self.shared: dict[str, object] = {}
-        self.proxies: dict[str, ServiceProxy] = {}
-        self.released: dict[str, dict[str, dict[str, Accumulator]]] = {}
-        self.registration: ServiceRegistration | None = None
-        self.lock = threading.RLock()
-        self.started = time.monotonic()
-        self.rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
-        self.hw_modeled_ns = 0  # modeled bus time spent in windows this service has left
-        self.hw_busy_base = 0  # its current window's bus time when the service entered it
-
-    @property
-    def service_id(self) -> int:
-        assert self.registration is not None
-        return self.registration.service_id
-
-    def tiers(self) -> tuple[str, ...]:
-        have = set(self.classes) | ({"hardware"} if self.hardware else set())
-        if self.instance is not None:
-            have.add("software")
-        return tuple(t for t in TIERS if t in have)
-
-    def new_impl(self, tier: str, consumer: str) -> object:
-        """An implementation for ``tier`` (shared unless the service is per consumer)."""
-        if tier == "hardware":
-            tenancy = self.framework._tenancy  # tenancy hook: a tenant's own virtual device
-            if tenancy is not None and tenancy.arbitrates(self.service_id):
-                return tenancy.virtual_device(self, consumer)
-            if self.driver is None:
-                raise TierUnavailableError(
-                    f"service {self.service_id} is not loaded in the fabric", self.service_id
-                )
-            return self.driver
-        if self.instance is not None:
-            return self.instance
-        if self.per_consumer:
-            return self.classes[tier]()
-        impl = self.shared.get(tier)
-        if impl is None:
-            impl = self.shared[tier] = self.classes[tier]()
-        return impl
-
-    def traces(self) -> dict[str, dict[str, dict[str, Accumulator]]]:
-        """consumer → tier → method → accumulator (released proxies included)."""
-        out: dict[str, dict[str, dict[str, Accumulator]]] = {
-            c: {t: dict(m) for t, m in tiers.items()} for c, tiers in self.released.items()
-        }
-        for consumer, proxy in list(self.proxies.items()):
-            for tier, per_method in binding_of(proxy).traces().items():
-                target = out.setdefault(consumer, {}).setdefault(tier, {})
-                for name, acc in per_method.items():
-                    target.setdefault(name, Accumulator()).add(acc)
-        return out
-
-
-class _ProxyFactory(ServiceFactory):
-    """Registry factory: each consumer gets its own proxy of the managed service."""
-
-    def __init__(self, managed: _Managed) -> None:
-        self.managed = managed
-
-    def get_service(self, consumer: str, registration: ServiceRegistration) -> object:
-        m = self.managed
-        with m.lock:
-            proxy = build_proxy(
-                m.interface,
-                m.interface_name,
-                registration.service_id,
-                consumer,
-                m.new_impl(m.tier, consumer),
-                m.tier,
-                sample_period=m.framework.trace_sample,
-            )
-            m.proxies[consumer] = proxy
-            return proxy
-
-    def unget_service(
-        self, consumer: str, registration: ServiceRegistration, service: object
-    ) -> None:
-        m = self.managed
-        with m.lock:
-            proxy = m.proxies.pop(consumer, None)
-            if proxy is None:
-                return
-            binding = binding_of(proxy)
-            released = m.released.setdefault(consumer, {})
-            for tier, per_method in binding.traces().items():
-                for name, acc in per_method.items():
-                    released.setdefault(tier, {}).setdefault(name, Accumulator()).add(acc)
-            binding.switch(make_gone(binding, m.service_id), "gone", carry=False)
-
-
 # -- the framework ---------------------------------------------------------------------------
 
 
@@ -273,6 +139,12 @@ class Framework:
     board) or an already opened :class:`~juggle.fabric.fabric.Fabric`. ``pace`` makes the
     simulated fabric keep wall-clock time in step with its modeled clock. ``trace_sample``
     (power of two) times one call in N once a method has made 1024 calls.
+
+    Faults are contained: a hardware call that raises, or whose driver polls a core for
+    ``call_timeout_s`` without progress, is served again by the service's software tier, the
+    region is quarantined (ERROR, until :meth:`recover`) and the service moves to software.
+    ``verify_sample=N`` also runs one hardware call in N on the software tier and compares
+    (property ``juggle.verify`` overrides it per service; 0 checks none); a mismatch is a fault.
     """
 
     def __init__(
@@ -285,7 +157,19 @@ class Framework:
         drain_timeout_s: float = 30.0,
         controller: Controller | None = None,
         queue_capacity: int = 8,
+        verify_sample: int = 0,
+        call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
     ) -> None:
+        if (
+            isinstance(verify_sample, bool)
+            or not isinstance(verify_sample, int)
+            or (verify_sample < 0)
+        ):
+            raise ValueError(f'"verify_sample" must be an int >= 0, got {verify_sample!r}')
+        if not call_timeout_s > 0:
+            raise ValueError(f'"call_timeout_s" must be > 0, got {call_timeout_s!r}')
+        self.verify_sample = verify_sample
+        self.call_timeout_s = call_timeout_s
         if queue_capacity < 1:
             raise ValueError(f'"queue_capacity" must be >= 1, got {queue_capacity!r}')
         self.queue_capacity = queue_capacity
@@ -301,7 +185,7 @@ class Framework:
         self.trace_sample = trace_sample
         self.drain_timeout_s = drain_timeout_s
         self._modules: dict[int, Module] = {}
-        self._managed: dict[int, _Managed] = {}
+        self._managed: dict[int, ManagedService] = {}
         self._module_ids = iter(range(1, 1 << 62))
         self._lock = threading.RLock()
         self._juggle_lock = threading.RLock()
@@ -313,6 +197,11 @@ class Framework:
         self._loop_stop = threading.Event()
         self._closed = False
         self._tenancy: TenantArbiter | None = None
+        self._juggler = Juggler(self)
+        self.faults: list[str] = []
+        self._fault_lock = threading.Lock()
+        self._fault_queue: deque[tuple[ManagedService, HardwareCore, str]] = deque()
+        self._supervisor: threading.Thread | None = None
 
     # -- modules -----------------------------------------------------------------------------
 
@@ -388,7 +277,7 @@ class Framework:
 
     def _resolve_hardware(
         self, spec: ServiceSpec, source: ModuleSource, ns: CodeNamespace, interface: type
-    ) -> _Hardware:
+    ) -> Hardware:
         hw = spec.hardware
         assert hw is not None
         driver = self._check_class(ns.resolve(hw.driver, "driver"), hw.driver, interface)
@@ -421,7 +310,7 @@ class Framework:
                     resources = declared
         for region, (bitstream, _) in bitstreams.items():
             self.fabric.check(bitstream, region, resources)
-        return _Hardware(driver, bitstreams, resources)
+        return Hardware(driver, bitstreams, resources)
 
     def _model_resources(self, design: str) -> Resources | None:
         try:
@@ -451,7 +340,7 @@ class Framework:
         try:
             for resolved in module.resolved:
                 spec: ServiceSpec = resolved["spec"]
-                managed = _Managed(
+                managed = ManagedService(
                     self,
                     tuple(spec.interfaces),
                     resolved["interface"],
@@ -474,12 +363,12 @@ class Framework:
             raise
         module.state = ModuleState.ACTIVE
 
-    def _register(self, managed: _Managed, *, ranking: int, module_id: int | None) -> None:
+    def _register(self, managed: ManagedService, *, ranking: int, module_id: int | None) -> None:
         props = dict(managed.properties)
         props["juggle.tiers"] = list(managed.tiers())
         managed.registration = self.registry.register(
             list(managed.interfaces),
-            _ProxyFactory(managed),
+            ProxyFactory(managed),
             props,
             ranking=ranking,
             module_id=module_id,
@@ -536,14 +425,13 @@ class Framework:
                 continue
             with self._juggle_lock, managed.lock:
                 managed.classes = new["classes"]
-                managed.shared = {}
                 managed.spec = new["spec"]
-                if managed.tier == "hardware":
-                    managed.hardware = new["hardware"]
-                    continue  # the loaded design keeps serving; new driver on next juggle
                 managed.hardware = new["hardware"]
+                if managed.tier == "hardware":
+                    continue  # the loaded design keeps serving; new driver on next juggle
                 tier = managed.tier if managed.tier in managed.classes else managed.home_tier
-                self._switch_proxies(managed, tier)
+                switched = managed.switch(tier)
+                managed.drain(switched, self.drain_timeout_s)
 
     def _uninstall_module(self, module: Module) -> None:
         if module.state is ModuleState.ACTIVE:
@@ -566,7 +454,7 @@ class Framework:
         """Register a plain software ``implementation`` of ``interface``; returns its id."""
         iface = self.interfaces.resolve(interface)
         self._check_class(type(implementation), type(implementation).__name__, iface)
-        managed = _Managed(
+        managed = ManagedService(
             self,
             (interface,),
             iface,
@@ -618,7 +506,7 @@ class Framework:
         """Give ``proxy`` back; its further calls raise :class:`ServiceUnavailableError`."""
         return self.registry.unget_service(proxy.service_id, proxy.consumer)
 
-    def _managed_of(self, service_id: object) -> _Managed:
+    def _managed_of(self, service_id: object) -> ManagedService:
         with self._lock:
             managed = (
                 self._managed.get(service_id)
@@ -635,7 +523,7 @@ class Framework:
             managed = sorted(self._managed.values(), key=lambda m: m.service_id)
         return tuple(self._service_snapshot(m) for m in managed)
 
-    def _service_snapshot(self, m: _Managed) -> ServiceSnapshot:
+    def _service_snapshot(self, m: ManagedService) -> ServiceSnapshot:
         assert m.registration is not None
         return ServiceSnapshot(
             service_id=m.service_id,
@@ -672,6 +560,7 @@ class Framework:
         m = self._managed_of(service_id)
         with m.lock:
             traces = m.traces()
+            counters = dict(m.counters)
             inflight = sum(binding_of(p).inflight() for p in m.proxies.values())
         ratio = ns_per_tick()
         per_tier: dict[str, list[Accumulator]] = {}
@@ -700,14 +589,17 @@ class Framework:
             per_method={n: merge(a).snapshot(ratio) for n, a in sorted(per_method.items())},
             inflight=inflight,
             hardware_modeled_mean_us=modeled_mean,
+            fallbacks=counters["fallbacks"],
+            verified=counters["verified"],
+            mismatches=counters["mismatches"],
         )
 
-    def _enter_region(self, m: _Managed, region: str) -> None:
+    def _enter_region(self, m: ManagedService, region: str) -> None:
         """``m`` now lives in ``region``; its modeled time there counts from here."""
         m.region = region
         m.hw_busy_base = self._window_busy_ns(region) or 0
 
-    def _busy_since_entry(self, m: _Managed) -> int:
+    def _busy_since_entry(self, m: ManagedService) -> int:
         """Modeled bus time ``m`` has used in its current region (0: none or not simulated)."""
         if m.region is None:
             return 0
@@ -727,7 +619,7 @@ class Framework:
         return busy if isinstance(busy, int) else None
 
     @staticmethod
-    def _rate(m: _Managed, calls: int, window_s: float = 1.0) -> float:
+    def _rate(m: ManagedService, calls: int, window_s: float = 1.0) -> float:
         """Calls per second over at least the last ``window_s`` (since start if younger)."""
         now = time.monotonic()
         base_t, base_calls = m.started, 0
@@ -745,180 +637,109 @@ class Framework:
     ) -> JuggleReport:
         """Put service ``to_hardware`` into the fabric and take ``to_software`` out of it.
 
-        Either side may be empty. Sanity checks run first (known ids, a hardware tier, a
-        region that is free or freed by the leaving services, part/region/size/resources);
-        then bridge closed → bitstream written → bridge opened → driver loaded → proxies
-        switched. On any failure the steps are undone and every service keeps serving from
-        where it was. Raises :class:`UnknownServiceError`, :class:`TierUnavailableError`,
-        :class:`SanityCheckError`, or the fabric error of the step that failed.
+        Either side may be empty. The decision core checks first (known ids, a hardware tier,
+        a region that is free or freed by the leaving services, none quarantined), the fabric
+        checks part/region/size/resources; then the leaving services switch to software and
+        drain, their regions are released, the entering service's region is programmed, its
+        driver loaded and its proxies switched. Any failing step is undone in reverse: every
+        service keeps serving from where it was and the next juggle works. Raises
+        :class:`UnknownServiceError`, :class:`TierUnavailableError`,
+        :class:`SanityCheckError`, :class:`DrainTimeoutError`, or the fabric error of the step
+        that failed.
         """
         leaving_ids = list(to_software)
         with self._juggle_lock:
             t0 = time.perf_counter()
             entering = self._managed_of(to_hardware) if to_hardware is not None else None
             leaving = [self._managed_of(i) for i in leaving_ids]
-            if entering is not None and entering.region is not None:
-                entering = None  # already in the fabric: nothing to load
-            region = self._plan(entering, leaving)
-            steps: list[str] = []
-            reconf_ms = bridge_ms = 0.0
-            evicted: list[_Managed] = []
-            try:
-                for m in leaving:
-                    if m.tier == "hardware":
-                        self._to_soft(m, m.home_tier, steps)
-                        evicted.append(m)
-                for m in evicted:
-                    assert m.region is not None
-                    m.hw_modeled_ns += self._busy_since_entry(m)
-                    if entering is None or m.region != region:
-                        unloaded = self.fabric.unload(m.region)
-                        bridge_ms += unloaded.bridge_ms
-                        steps.append(f"bridge closed on {m.region}; region released")
-                    m.region = None
-                    m.driver = None
-                if entering is not None:
-                    assert region is not None
-                    r_ms, b_ms = self._load(entering, region, steps)
-                    reconf_ms += r_ms
-                    bridge_ms += b_ms
-            except BaseException:
-                self._rollback(entering, evicted, steps)
-                raise
+            plan = self._juggler.plan(entering, leaving)
+            done = self._juggler.run(plan, entering if plan.region else None, leaving)
+            overhead = time.perf_counter() - t0 - done.waited_s
             report = JuggleReport(
                 to_hardware=to_hardware,
                 to_software=tuple(leaving_ids),
-                region=region,
-                steps=tuple(steps),
-                reconfiguration_ms=reconf_ms,
-                bridge_ms=bridge_ms,
-                overhead_us=(time.perf_counter() - t0) * 1e6,
+                region=plan.region,
+                steps=tuple(done.steps),
+                reconfiguration_ms=done.reconfiguration_ms,
+                bridge_ms=done.bridge_ms,
+                overhead_us=overhead * 1e6,
                 tiers={m.service_id: m.tier for m in [*leaving, *([entering] if entering else [])]},
             )
             self.juggles.append(report)
             return report
 
-    def _plan(self, entering: _Managed | None, leaving: list[_Managed]) -> str | None:
-        """Sanity checks; returns the region the entering service will use."""
-        tenancy = self._tenancy  # tenancy hook: the arbiter's regions and services
-        for m in leaving:
-            if m.tier != "hardware":
-                raise SanityCheckError(
-                    f"service {m.service_id} ({m.interface_name}) is in {m.tier}, not in "
-                    "hardware: it cannot be taken out of the fabric",
-                    subject=m.service_id,
+    def _services_now(self) -> list[ManagedService]:
+        with self._lock:
+            return list(self._managed.values())
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def _hardware_fault(self, m: ManagedService, core: HardwareCore, reason: str) -> None:
+        """A call found ``core`` faulty (it is quarantined already): from a background thread,
+        move ``m`` to its software tier and mark the region ERROR (never from the failing
+        call's own thread, which is serving its consumer from software meanwhile)."""
+        log.warning("service %s: hardware fault in %s: %s", m.label, core.region, reason)
+        with self._fault_lock:
+            self._fault_queue.append((m, core, reason))
+            if self._supervisor is None or not self._supervisor.is_alive():
+                self._supervisor = threading.Thread(
+                    target=self._supervise, name="juggle-faults", daemon=True
                 )
-            if tenancy is not None and tenancy.arbitrates(m.service_id):
-                raise SanityCheckError(
-                    f"service {m.service_id} ({m.interface_name}) is arbitrated among tenants: "
-                    "the allocator places it, juggles do not",
-                    subject=m.service_id,
-                )
-        if entering is None:
-            return None
-        if entering.hardware is None:
-            raise TierUnavailableError(
-                f"service {entering.service_id} ({entering.interface_name}) has no hardware "
-                "implementation",
-                subject=entering.service_id,
-            )
-        freed = {m.region for m in leaving}
-        held = {m.region: m for m in self._managed.values() if m.region is not None}
-        candidates = list(entering.hardware.bitstreams)
-        claimed = set(tenancy.held_regions()) if tenancy is not None else set()
-        free = [r for r in candidates if r not in held and r not in claimed]
-        reclaimed = [r for r in candidates if r in freed]
-        if not free and not reclaimed:
-            holders = ", ".join(
-                f"{r} by service {held[r].service_id} ({held[r].interface_name})"
-                if r in held
-                else f"{r} by the tenant arbiter"
-                for r in candidates
-                if r in held or r in claimed
-            )
-            raise SanityCheckError(
-                f"no region for service {entering.service_id}: {holders}; list the holder in "
-                "to_software to free it",
-                subject=entering.service_id,
-            )
-        region = (free or reclaimed)[0]
-        bitstream, _ = entering.hardware.bitstreams[region]
-        self.fabric.check(bitstream, region, entering.hardware.resources)
-        return region
+                self._supervisor.start()
 
-    def _load(self, m: _Managed, region: str, steps: list[str]) -> tuple[float, float]:
-        assert m.hardware is not None
-        bitstream, data = m.hardware.bitstreams[region]
-        owner = f"service {m.service_id}"
-        report = self.fabric.program(
-            region, bitstream, data, resources=m.hardware.resources, owner=owner
-        )
-        steps += [
-            f"bridge closed on {region}",
-            f"bitstream {bitstream.design} written ({bitstream.size} B)",
-            f"bridge opened on {region}",
-        ]
-        try:
-            m.driver = m.hardware.driver(self.fabric.window(region))
-            steps.append(f"driver {m.hardware.driver.__name__} loaded")
-            self._enter_region(m, region)
-            self._switch_proxies(m, "hardware")
-            steps.append(f"proxies of service {m.service_id} switched to hardware")
-        except BaseException:
-            m.driver = None
-            m.region = None
-            with contextlib.suppress(JuggleError):
-                self.fabric.unload(region)
-            raise
-        return report.reconfiguration_ms, report.bridge_ms
-
-    def _to_soft(self, m: _Managed, tier: str, steps: list[str]) -> None:
-        self._switch_proxies(m, tier)
-        steps.append(f"proxies of service {m.service_id} switched to {tier}")
-
-    def _switch_proxies(self, m: _Managed, tier: str) -> None:
-        """Switch every proxy of ``m`` to ``tier``; all or nothing; waits for the old to drain."""
-        with m.lock:
-            proxies = list(m.proxies.items())
-            switched: list[tuple[ServiceProxy, Any]] = []
-            previous = m.tier
+    def _supervise(self) -> None:
+        while True:
+            with self._fault_lock:
+                if not self._fault_queue:
+                    self._supervisor = None
+                    return
+                m, core, reason = self._fault_queue.popleft()
             try:
-                for consumer, proxy in proxies:
-                    old = binding_of(proxy).switch(m.new_impl(tier, consumer), tier)
-                    switched.append((proxy, old))
-            except BaseException:
-                for proxy, old in reversed(switched):
-                    binding_of(proxy).switch(old.impl, str(old.tier))
-                raise
-            m.tier = tier
-            if previous != tier and previous != "hardware":
-                m.shared.pop(previous, None)
-        for proxy, old in switched:
-            wait_drained(old, self.drain_timeout_s, m.service_id)
-            binding_of(proxy).retire(old)
+                self._contain(m, core, reason)
+            except Exception:  # never let a fault kill the supervisor
+                log.exception("containing the fault of service %s failed", m.label)
 
-    def _rollback(
-        self, entering: _Managed | None, evicted: list[_Managed], steps: list[str]
-    ) -> None:
-        """Undo after a failed step: evicted services go back where their design still is."""
-        loaded = {r.name: r.design for r in self.fabric.regions()}
-        for m in evicted:
-            assert m.hardware is not None
-            for region, (bitstream, _) in m.hardware.bitstreams.items():
-                if loaded.get(region) == bitstream.design and region not in {
-                    x.region for x in self._managed.values() if x.region
-                }:
-                    try:
-                        m.driver = m.hardware.driver(self.fabric.window(region))
-                        self._enter_region(m, region)
-                        self._switch_proxies(m, "hardware")
-                        steps.append(f"rolled back: service {m.service_id} back in hardware")
-                    except JuggleError:
-                        m.driver = None
-                        m.region = None
-                    break
-        if entering is not None:
-            steps.append(f"rolled back: service {entering.service_id} stays in {entering.tier}")
+    def _contain(self, m: ManagedService, core: HardwareCore, reason: str) -> None:
+        with self._juggle_lock:
+            if m.core is not core or self._closed:
+                return  # the service already left that core
+            region = core.region
+            if m.has_software:
+                switched = m.switch(m.home_tier, twins=True)
+                m.hw_modeled_ns += self._busy_since_entry(m)
+                m.core, m.region, m.quarantined = None, None, region
+                with contextlib.suppress(JuggleError):
+                    m.drain(switched, self.drain_timeout_s)
+            else:
+                m.quarantined = region
+            with contextlib.suppress(FabricError):
+                self.fabric.quarantine(region, f"service {m.service_id}: {reason}")
+            self.faults.append(f"{region}: service {m.service_id}: {reason}")
+
+    def recover(self, region: str) -> JuggleReport | None:
+        """Clear quarantined ``region`` (empty it) and put back the service that failed there,
+        if it still runs; returns that juggle's report (None: nothing to put back).
+
+        Raises :class:`~juggle.errors.UnknownRegionError`, :class:`SanityCheckError` (the region
+        is not in ERROR) and what :meth:`juggle` raises.
+        """
+        with self._juggle_lock:
+            snap = self.fabric.region(region).snapshot()
+            if snap.state != "ERROR":
+                raise SanityCheckError(
+                    f"region {region!r} is {snap.state}, not ERROR: nothing to recover",
+                    subject=region,
+                )
+            waiting = [m for m in self._services_now() if m.quarantined == region]
+            for m in waiting:
+                if m.core is not None and m.region == region:  # hardware-only: still bound
+                    m.core, m.region = None, None
+                    m.devices.clear()
+                m.quarantined = None
+            self.fabric.unload(region)
+            if not waiting:
+                return None
+            return self.juggle(to_hardware=waiting[0].service_id)
 
     def set_tier(self, service_id: int, tier: str) -> JuggleReport:
         """Serve ``service_id`` from ``tier`` (``software``, ``native`` or ``hardware``).
@@ -945,14 +766,18 @@ class Framework:
                     m.home_tier = previous_home
                     raise
             t0 = time.perf_counter()
-            steps: list[str] = []
-            self._to_soft(m, tier, steps)
+            switched = m.switch(tier)
+            try:
+                m.drain(switched, self.drain_timeout_s)
+            except BaseException:
+                m.drain(m.switch(switched.previous), self.drain_timeout_s)
+                raise
             m.home_tier = tier
             return JuggleReport(
                 None,
                 (),
                 None,
-                tuple(steps),
+                (f"proxies of service {service_id} switched to {tier}",),
                 0.0,
                 0.0,
                 (time.perf_counter() - t0) * 1e6,

@@ -4,17 +4,21 @@ A consumer holds a proxy built for the service's interface (Juggle 3.1). Each me
 proxy is a compiled ``TracedMethod`` that forwards to the proxy's current *slot* (one
 implementation at one tier) and traces the call. Switching tiers replaces the slot in one step:
 new calls go to the new implementation, calls already running finish on the old one, and the old
-slot is retired once its in-flight count is zero. State set through state-setting methods
-(``load_key``) is recorded and replayed onto the new implementation before it becomes visible;
-an implementation that can save and restore its own context (``juggle_save_state`` /
-``juggle_restore_state``) has it carried over instead, with calls serialised so the context
-never moves while a call is using it.
+slot is retired once its in-flight count is zero (the slot signals that moment; nobody polls).
+
+The state a service keeps between calls lives in a :class:`StateRecord`: the last call of each
+state-setting method (``load_key``). A per-consumer service gives every proxy its own record; a
+shared service gives all its proxies one record, so its state is the last state-setting call,
+whoever made it. The record's lock serialises state-setting calls with switches, so a switch
+never splits a call from the state it records. When a proxy switches, the state is carried to
+the new implementation before it becomes visible: by the implementations' own portable context
+(``juggle_save_state`` / ``juggle_restore_state``) where both have it, else by replaying the
+record.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +41,47 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
     return value
+
+
+class StateRecord:
+    """The last call of each state-setting method of one service state (one consumer's, or
+    the one state of a shared service), with the lock that orders those calls and switches.
+
+    ``version`` grows with every recorded call, so a copy kept elsewhere (a fallback
+    implementation) knows when it must be brought up to date.
+    """
+
+    __slots__ = ("calls", "lock", "version")
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self.lock = threading.RLock()
+        self.version = 0
+
+    def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Remember the call ``name(*args, **kwargs)`` (it replaces the previous one)."""
+        self.calls[name] = (
+            tuple(_frozen(a) for a in args),
+            {k: _frozen(v) for k, v in kwargs.items()},
+        )
+        self.version += 1
+
+    def replay(self, impl: object) -> None:
+        """Make the recorded calls on ``impl``, oldest method first. Raises what they raise."""
+        for name, (args, kwargs) in tuple(self.calls.items()):
+            getattr(impl, name)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<StateRecord {sorted(self.calls)} v{self.version}>"
+
+
+def carry_state(old: object, new: object, record: StateRecord) -> None:
+    """Put the state of ``old`` onto ``new``: portable context where both implementations
+    have it, else a replay of ``record``. Raises what the implementations raise."""
+    if has_context(old) and has_context(new):
+        new.juggle_restore_state(old.juggle_save_state())  # type: ignore[attr-defined]
+        return
+    record.replay(new)
 
 
 class ServiceProxy:
@@ -92,13 +137,14 @@ class ProxyBinding:
         tier: str,
         *,
         sample_period: int = 8,
+        record: StateRecord | None = None,
     ) -> None:
         self.interface = interface
         self.methods = methods
         self.names = tuple(m.name for m in methods)
         self.sample_period = sample_period
-        self.lock = threading.RLock()
-        self.state: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self.record = record if record is not None else StateRecord()
+        self.lock = self.record.lock
         self.retired: dict[str, dict[str, Accumulator]] = {}
         self.draining: list[Any] = []
         self.dispatcher = dispatch.Dispatcher(self._slot(impl, tier))
@@ -116,21 +162,6 @@ class ProxyBinding:
         """Implementation new calls go to."""
         return self.dispatcher.slot.impl
 
-    def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Remember the last successful call of state-setting method ``name``."""
-        self.state[name] = (
-            tuple(_frozen(a) for a in args),
-            {k: _frozen(v) for k, v in kwargs.items()},
-        )
-
-    def carry_state(self, old: object, new: object) -> None:
-        """Put the service state of ``old`` onto ``new`` (context transfer or replay)."""
-        if has_context(old) and has_context(new):
-            new.juggle_restore_state(old.juggle_save_state())  # type: ignore[attr-defined]
-            return
-        for name, (args, kwargs) in self.state.items():
-            getattr(new, name)(*args, **kwargs)
-
     def switch(self, impl: object, tier: str, *, carry: bool = True) -> Any:
         """Make ``impl`` serve new calls; returns the old slot (still draining).
 
@@ -140,7 +171,7 @@ class ProxyBinding:
         with self.lock:
             new_slot = self._slot(impl, tier)
             if carry:
-                self.carry_state(self.dispatcher.slot.impl, impl)
+                carry_state(self.dispatcher.slot.impl, impl, self.record)
             old = self.dispatcher.switch(new_slot)
             self.draining.append(old)
             return old
@@ -174,29 +205,37 @@ class ProxyBinding:
 
 
 def wait_drained(slot: Any, timeout_s: float, subject: object) -> None:
-    """Block until no call runs on ``slot``; :class:`DrainTimeoutError` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    delay = 1e-5
-    while slot.inflight:
-        if time.monotonic() > deadline:
+    """Block until no call runs on ``slot``; :class:`DrainTimeoutError` after ``timeout_s``.
+
+    The slot signals when its last call ends (``on_drained``), so the wait is one blocking
+    wait on an event, woken at that moment, not a polling loop.
+    """
+    if not slot.inflight:
+        return
+    drained = threading.Event()
+    slot.on_drained = drained.set
+    try:
+        if slot.inflight and not drained.wait(timeout_s) and slot.inflight:
             raise DrainTimeoutError(
                 f"{slot.inflight} call(s) still running on the {slot.tier} implementation "
                 f"after {timeout_s} s",
                 subject=subject,
             )
-        time.sleep(delay)
-        delay = min(delay * 2, 1e-3)
+    finally:
+        slot.on_drained = None
 
 
 def _locked(traced: Any, binding: ProxyBinding, spec: MethodSpec) -> Callable[..., Any]:
     """A method that holds the binding's lock (so a switch never splits it from the state it
     records) and records the call when ``spec`` is state-setting."""
 
+    record = binding.record
+
     def method(self: ServiceProxy, *args: Any, **kwargs: Any) -> Any:
-        with binding.lock:
+        with record.lock:
             result = traced(self, *args, **kwargs)
             if spec.state_setting:
-                binding.record(spec.name, args, kwargs)
+                record.record(spec.name, args, kwargs)
         return result
 
     method.__name__ = spec.name
@@ -212,10 +251,17 @@ def build_proxy(
     tier: str,
     *,
     sample_period: int = 8,
+    record: StateRecord | None = None,
 ) -> ServiceProxy:
-    """A proxy for ``interface`` serving ``consumer`` from ``impl`` at ``tier``."""
+    """A proxy for ``interface`` serving ``consumer`` from ``impl`` at ``tier``.
+
+    ``record`` is the state the proxy records into (shared among a shared service's proxies);
+    by default the proxy gets a record of its own.
+    """
     methods = interface_methods(interface)
-    binding = ProxyBinding(interface_name, methods, impl, tier, sample_period=sample_period)
+    binding = ProxyBinding(
+        interface_name, methods, impl, tier, sample_period=sample_period, record=record
+    )
     serialise = has_context(impl)
     attrs: dict[str, Any] = {"__slots__": (), "__doc__": interface.__doc__}
     for index, spec in enumerate(methods):

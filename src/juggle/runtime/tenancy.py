@@ -94,7 +94,8 @@ from juggle.runtime.tenants import (
 if TYPE_CHECKING:
     from juggle.fabric.bitstream import Bitstream
     from juggle.fabric.resources import Resources
-    from juggle.runtime.framework import Framework, _Managed
+    from juggle.runtime.framework import Framework
+    from juggle.runtime.services import ManagedService
 
 __all__ = [
     "DEFAULT_HOLD_US",
@@ -258,7 +259,7 @@ class TenantArbiter:
             svc = self._services.get(service_id)
             return svc is not None and not svc.gone
 
-    def adopt(self, managed: _Managed) -> bool:
+    def adopt(self, managed: ManagedService) -> bool:
         """Take a freshly started service if it is hardware-only: index it as a device and
         return True (the framework then does not place it); False leaves it to the framework.
 
@@ -309,7 +310,7 @@ class TenantArbiter:
                         self._alloc.release(name, svc.device, self._now())
             self._bump()
 
-    def virtual_device(self, managed: _Managed, consumer: str) -> VirtualDevice:
+    def virtual_device(self, managed: ManagedService, consumer: str) -> VirtualDevice:
         """The virtual device of tenant ``consumer`` for arbitrated service ``managed``.
 
         Raises :class:`~juggle.errors.NotATenantError` for a consumer that is no tenant.

@@ -1,0 +1,388 @@
+"""The hardware tier: one core in a region, time-multiplexed among virtual devices, guarded.
+
+Think of a shared workbench with one vice. Every consumer of a hardware service has its own
+*virtual device* (a :class:`HardwareDevice`: Ker-ONE's interface) holding that consumer's
+context; the physical core in the region (a :class:`HardwareCore`: the driver on the region's
+window) serves one virtual device at a time. Before a consumer's call runs, the core holds that
+consumer's context: the previous owner's context is saved with the driver's own
+``save_context()`` and the next one's restored with ``restore_context(data)``, both built from
+the driver's register accesses, so they work on every backend. A driver that declares neither
+gets the next owner's recorded state-setting calls (``load_key``) replayed instead. A shared
+service has one virtual device, so its core never switches.
+
+The driver sees a :class:`GuardedWindow`, the runtime's MMIO in front of the fabric's: it lets
+the runtime cut a quarantined core off the bus and stops a driver that polls a core that never
+finishes (no register written for ``call_timeout_s``) with :class:`CoreTimeoutError`.
+
+A hardware call that hangs or raises (anything but the consumer's own argument or state error)
+is a *fault*: the core is quarantined, the framework is told (it marks the region ERROR and moves
+the service to software), and the call runs again on the virtual device's software twin, brought
+to the consumer's state first, so the consumer sees no failure. One call in ``verify_sample``
+is also run on the twin and compared; a mismatch is a fault too, and the consumer gets the
+software result. A service without a software tier raises :class:`HardwareFaultError` instead.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from juggle.errors import (
+    CoreTimeoutError,
+    HardwareFaultError,
+    RegionEmptyError,
+    ServiceArgumentError,
+    ServiceStateError,
+)
+from juggle.fabric.mmio import MMIO
+from juggle.runtime.interfaces import interface_methods, short_name
+from juggle.runtime.proxy import StateRecord, has_context
+
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT_S",
+    "GuardedWindow",
+    "HardwareCore",
+    "HardwareDevice",
+    "HardwareHost",
+    "device_class",
+    "has_core_context",
+]
+
+#: How long a driver may poll a core without writing a register before its call is a fault.
+DEFAULT_CALL_TIMEOUT_S = 1.0
+#: Reads between two looks at the clock while a driver polls.
+_CHECK_EVERY = 64
+
+#: Errors that are the consumer's own (bad argument, no key): they reach the consumer as they
+#: would from software, and say nothing about the hardware.
+CONSUMER_ERRORS: tuple[type[BaseException], ...] = (ServiceArgumentError, ServiceStateError)
+
+
+def has_core_context(driver: object) -> bool:
+    """Whether ``driver`` saves and restores its core's context itself."""
+    return callable(getattr(driver, "save_context", None)) and callable(
+        getattr(driver, "restore_context", None)
+    )
+
+
+class GuardedWindow:
+    """The MMIO a driver gets: the fabric window of its region, behind the runtime's guard.
+
+    Accesses pass through until :meth:`cut` (then they raise
+    :class:`~juggle.errors.RegionEmptyError`). While a driver only reads (polls) for longer
+    than ``timeout_s`` without writing, the next read raises
+    :class:`~juggle.errors.CoreTimeoutError`: a core that never finishes cannot hold a caller.
+    """
+
+    __slots__ = ("_reads", "_since", "_target", "_why", "region", "timeout_s")
+
+    def __init__(self, target: MMIO, region: str, timeout_s: float) -> None:
+        self._target: MMIO | None = target
+        self.region = region
+        self.timeout_s = timeout_s
+        self._reads = 0
+        self._since = 0.0
+        self._why = ""
+
+    @property
+    def size(self) -> int:
+        """Size of the window in bytes."""
+        return self._live().size
+
+    def _live(self) -> MMIO:
+        target = self._target
+        if target is None:
+            raise RegionEmptyError(
+                f"region {self.region!r} is cut off by the runtime: {self._why}", self.region
+            )
+        return target
+
+    def read32(self, offset: int) -> int:
+        """Read through to the fabric window (raises as it does, and see the class doc)."""
+        target = self._target
+        if target is None:
+            target = self._live()
+        n = self._reads = self._reads + 1
+        if not n % _CHECK_EVERY:
+            self._check(n)
+        return target.read32(offset)
+
+    def write32(self, offset: int, value: int) -> None:
+        """Write through to the fabric window; a write is progress (the poll clock restarts)."""
+        target = self._target
+        if target is None:
+            target = self._live()
+        self._reads = 0
+        target.write32(offset, value)
+
+    def _check(self, reads: int) -> None:
+        now = time.monotonic()
+        if reads == _CHECK_EVERY:
+            self._since = now
+        elif now - self._since > self.timeout_s:
+            raise CoreTimeoutError(
+                f"core in region {self.region!r} did not finish: {reads} reads and no write "
+                f"for {self.timeout_s} s",
+                self.region,
+            )
+
+    def cut(self, why: str) -> None:
+        """Take the core off the bus for good: every later access raises."""
+        self._why = why
+        self._target = None
+
+
+#: The portable-state methods: carried between tiers, never verified or captured themselves.
+_PORTABLE = frozenset({"juggle_save_state", "juggle_restore_state"})
+
+
+class HardwareHost(Protocol):
+    """What a virtual device needs from the service it belongs to."""
+
+    @property
+    def service_id(self) -> int:
+        """The service's id."""
+        ...
+
+    @property
+    def interface_name(self) -> str:
+        """The service's main interface name."""
+        ...
+
+    @property
+    def has_software(self) -> bool:
+        """Whether the service has a software tier to fall back to."""
+        ...
+
+    def software_twin(self, consumer: str) -> object | None:
+        """A fresh implementation of the service's home software tier (None: it has none)."""
+        ...
+
+    def verify_now(self) -> bool:
+        """Whether this hardware call is one of the sampled ones to check against software."""
+        ...
+
+    def hardware_fault(self, core: HardwareCore, reason: str) -> None:
+        """``core`` failed: quarantine it and move the service to software."""
+        ...
+
+    def count(self, what: str) -> None:
+        """Count one ``fallbacks``, ``verified`` or ``mismatches``."""
+        ...
+
+
+class _Quarantined(Exception):
+    """Internal: the core was quarantined before this call reached it."""
+
+
+class HardwareCore:
+    """The driver of one loaded design, serving its service's virtual devices one at a time.
+
+    ``driver_cls(window)`` is built on a :class:`GuardedWindow` over ``window``; what its
+    constructor raises propagates (the caller unloads the region).
+    """
+
+    def __init__(
+        self, region: str, driver_cls: type, window: MMIO, *, call_timeout_s: float
+    ) -> None:
+        self.region = region
+        self.window = GuardedWindow(window, region, call_timeout_s)
+        self.driver: Any = driver_cls(self.window)
+        self.saves_context = has_core_context(self.driver)
+        self.lock = threading.RLock()
+        self.owner: HardwareDevice | None = None
+        self.fault: str | None = None
+        self.switches = 0
+
+    def run(self, device: HardwareDevice, name: str, args: tuple[Any, ...], kwargs: Any) -> Any:
+        """Run ``name`` on the driver with ``device``'s context in the core."""
+        with self.lock:
+            if self.fault is not None:
+                raise _Quarantined(self.fault)
+            if self.owner is not device:
+                self._switch_to(device)
+            return getattr(self.driver, name)(*args, **kwargs)
+
+    def capture(self, device: HardwareDevice) -> Any:
+        """``device``'s portable state (``juggle_save_state``), read from the core."""
+        return self.run(device, "juggle_save_state", (), {})
+
+    def _switch_to(self, device: HardwareDevice) -> None:
+        """Save the owner's context, give the core ``device``'s (Ker-ONE's context switch)."""
+        driver, owner = self.driver, self.owner
+        self.owner = None  # a failure below leaves no owner: the next call restores again
+        if self.saves_context:
+            if owner is not None:
+                owner.context = bytes(driver.save_context())
+            if device.context is not None:
+                driver.restore_context(device.context)
+            else:
+                driver.restore_context(b"")  # nothing of the previous owner survives
+                device.record.replay(driver)
+        else:
+            device.record.replay(driver)
+        self.owner = device
+        self.switches += 1
+
+    def quarantine(self, reason: str) -> bool:
+        """Mark the core faulty and cut it off; False if it already was."""
+        if self.fault is not None:
+            return False
+        self.fault = reason
+        self.window.cut(reason)
+        return True
+
+    def __repr__(self) -> str:
+        state = f"FAULT {self.fault}" if self.fault else "ok"
+        return f"<HardwareCore {self.region} {type(self.driver).__name__} {state}>"
+
+
+def _buffers(args: tuple[Any, ...]) -> list[tuple[int, bytes]]:
+    """Copies of the writable byte buffers among ``args`` (what an in-place call may change)."""
+    out = []
+    for i, arg in enumerate(args):
+        if isinstance(arg, bytearray) or (isinstance(arg, memoryview) and not arg.readonly):
+            out.append((i, bytes(arg)))
+    return out
+
+
+def _put_back(args: tuple[Any, ...], saved: list[tuple[int, bytes]]) -> None:
+    for i, data in saved:
+        memoryview(args[i]).cast("B")[:] = data
+
+
+class HardwareDevice:
+    """One consumer's virtual device of a hardware service (the whole service's, if shared).
+
+    Its methods are the interface's (a subclass per interface adds them); each runs on the
+    :class:`HardwareCore` with this device's context, falling back to software on a fault.
+    ``context`` is the saved core context (None: never saved); ``record`` the state-setting
+    calls of the consumer (of the service, if shared).
+    """
+
+    __slots__ = ("_twin", "_twin_version", "consumer", "context", "core", "host", "record")
+
+    def __init__(
+        self, host: HardwareHost, core: HardwareCore, consumer: str, record: StateRecord
+    ) -> None:
+        self.host = host
+        self.core = core
+        self.consumer = consumer
+        self.record = record
+        self.context: bytes | None = None
+        self._twin: object | None = None
+        self._twin_version = -1
+
+    def _call(self, name: str, args: tuple[Any, ...], kwargs: Any) -> Any:
+        host, core = self.host, self.core
+        portable = name not in _PORTABLE and has_context(core.driver)
+        verify = host.verify_now() and name not in _PORTABLE
+        saved = _buffers(args)
+        before = None
+        try:
+            if portable and (verify or host.has_software):
+                with core.lock:
+                    before = core.capture(self)
+                    result = core.run(self, name, args, kwargs)
+            else:
+                result = core.run(self, name, args, kwargs)
+        except CONSUMER_ERRORS:
+            raise
+        except _Quarantined:
+            _put_back(args, saved)
+            return self._fallback(name, args, kwargs, before, count=True)
+        except Exception as exc:  # a driver is third-party code: anything else is a fault
+            self._fault(f"{name}() raised {type(exc).__name__}: {exc}")
+            _put_back(args, saved)
+            return self._fallback(name, args, kwargs, before, count=True)
+        if verify:
+            return self._verify(name, args, kwargs, saved, before, result)
+        return result
+
+    def _fault(self, reason: str) -> None:
+        self.host.hardware_fault(self.core, reason)
+
+    def twin(self, state: Any = None) -> object | None:
+        """The software twin, brought to this device's state (``state``: portable state read
+        from the core before the call; else the recorded state-setting calls)."""
+        twin = self._twin
+        if twin is None:
+            twin = self._twin = self.host.software_twin(self.consumer)
+            self._twin_version = -1
+            if twin is None:
+                return None
+        if state is not None and has_context(twin):
+            twin.juggle_restore_state(state)  # type: ignore[attr-defined]
+        elif self._twin_version != self.record.version:
+            self.record.replay(twin)
+            self._twin_version = self.record.version
+        return twin
+
+    def _fallback(
+        self, name: str, args: tuple[Any, ...], kwargs: Any, before: Any, *, count: bool
+    ) -> Any:
+        twin = self.twin(before)
+        if twin is None:
+            raise HardwareFaultError(
+                f"service {self.host.service_id} ({self.host.interface_name}) failed in region "
+                f"{self.core.region!r} ({self.core.fault}) and has no software tier",
+                (self.host.service_id, self.core.region),
+            )
+        if count:
+            self.host.count("fallbacks")
+        return getattr(twin, name)(*args, **kwargs)
+
+    def _verify(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: Any,
+        saved: list[tuple[int, bytes]],
+        before: Any,
+        result: Any,
+    ) -> Any:
+        twin = self.twin(before)
+        if twin is None:
+            return result
+        soft_args = list(args)
+        for i, data in saved:
+            soft_args[i] = bytearray(data)
+        expected = getattr(twin, name)(*soft_args, **kwargs)
+        self.host.count("verified")
+        same = expected == result and all(bytes(args[i]) == soft_args[i] for i, _ in saved)
+        if same:
+            return result
+        self.host.count("mismatches")
+        self._fault(f"{name}() returned a result that differs from the software tier's")
+        for i, _ in saved:
+            memoryview(args[i]).cast("B")[:] = soft_args[i]
+        return expected
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} service {self.host.service_id} for {self.consumer!r} on "
+            f"{self.core.region}>"
+        )
+
+
+def device_class(interface: type, name: str, driver: object) -> type[HardwareDevice]:
+    """A :class:`HardwareDevice` subclass with the methods of ``interface``, plus the portable
+    state methods (``juggle_save_state`` / ``juggle_restore_state``) where ``driver`` has them,
+    so a switch out of hardware carries such state from the core."""
+
+    def make(method: str) -> Callable[..., Any]:
+        def call(self: HardwareDevice, *args: Any, **kwargs: Any) -> Any:
+            return self._call(method, args, kwargs)
+
+        call.__name__ = method
+        return call
+
+    attrs: dict[str, Any] = {"__slots__": (), "__doc__": interface.__doc__}
+    names = [spec.name for spec in interface_methods(interface)]
+    if has_context(driver):
+        names += ["juggle_save_state", "juggle_restore_state"]
+    for method in names:
+        attrs[method] = make(method)
+    return type(f"{short_name(name)}HardwareDevice", (HardwareDevice,), attrs)

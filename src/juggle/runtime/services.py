@@ -1,0 +1,390 @@
+"""Managed services: each service's tiers, its state, its consumers' proxies and its core.
+
+A :class:`ManagedService` is the runtime's record of one registered service. It knows how to
+make an implementation of each tier for a consumer, following the service's semantics:
+
+* a **shared** service (``per_consumer = false``) has one state: one implementation per tier,
+  one :class:`~juggle.runtime.proxy.StateRecord` for all its proxies, one virtual device on the
+  hardware tier;
+* a **per-consumer** service gives every consumer its own state on every tier: its own software
+  or native instance, its own record, its own virtual device on the hardware core, whose
+  context the core holds whenever that consumer's call runs.
+
+:meth:`ManagedService.switch` moves every proxy to another tier, all or nothing, carrying the
+state (once, for a shared service); the old slots keep serving the calls already running.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from juggle.errors import TierUnavailableError
+from juggle.fabric.bitstream import Bitstream
+from juggle.fabric.resources import Resources
+from juggle.runtime.descriptors import ServiceSpec
+from juggle.runtime.hardware import HardwareCore, HardwareDevice, device_class
+from juggle.runtime.modules import Module
+from juggle.runtime.proxy import (
+    TIERS,
+    ServiceProxy,
+    StateRecord,
+    binding_of,
+    build_proxy,
+    carry_state,
+    make_gone,
+    wait_drained,
+)
+from juggle.runtime.registry import ServiceFactory, ServiceRegistration
+from juggle.runtime.tracing import Accumulator
+
+if TYPE_CHECKING:
+    from juggle.runtime.framework import Framework
+
+__all__ = ["Hardware", "ManagedService", "ProxyFactory", "Switched"]
+
+#: The property that overrides the framework's ``verify_sample`` for one service.
+VERIFY_PROPERTY = "juggle.verify"
+
+
+@dataclass(slots=True)
+class Hardware:
+    """A service's hardware module: driver class, bitstream per region, resource needs."""
+
+    driver: type
+    bitstreams: dict[str, tuple[Bitstream, bytes]]
+    resources: Resources | None
+
+
+@dataclass(slots=True)
+class Switched:
+    """What one :meth:`ManagedService.switch` did: the tier before, and each proxy's old slot
+    (still serving the calls that started on it)."""
+
+    previous: str
+    slots: list[tuple[ServiceProxy, Any]]
+
+
+class ManagedService:
+    """Runtime record of a service: its tiers, current tier, proxies, state and core."""
+
+    def __init__(
+        self,
+        framework: Framework,
+        interfaces: tuple[str, ...],
+        interface: type,
+        spec: ServiceSpec | None,
+        classes: dict[str, type],
+        hardware: Hardware | None,
+        module: Module | None,
+        properties: Mapping[str, Any],
+        *,
+        per_consumer: bool,
+        instance: object | None = None,
+    ) -> None:
+        self.framework = framework
+        self.interfaces = interfaces
+        self.interface_name = interfaces[0]
+        self.interface = interface
+        self.spec = spec
+        self.classes = classes
+        self.hardware = hardware
+        self.module = module
+        self.properties = dict(properties)
+        self.per_consumer = per_consumer
+        self.instance = instance
+        soft = [t for t in ("native", "software") if t in classes]
+        if instance is not None:
+            soft = ["software"]
+        self.home_tier: str = soft[0] if soft else "hardware"
+        self.tier: str = self.home_tier
+        self.region: str | None = None
+        self.core: HardwareCore | None = None
+        self.quarantined: str | None = None  # region it was taken out of after a fault
+        self.record = StateRecord()  # the one state of a shared service
+        self.current: object | None = None  # a shared service's implementation now
+        self.devices: dict[str, HardwareDevice] = {}  # consumer (or "") -> virtual device
+        self.proxies: dict[str, ServiceProxy] = {}
+        self.released: dict[str, dict[str, dict[str, Accumulator]]] = {}
+        self.registration: ServiceRegistration | None = None
+        self.lock = threading.RLock()
+        self.started = time.monotonic()
+        self.rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
+        self.hw_modeled_ns = 0  # modeled bus time spent in windows this service has left
+        self.hw_busy_base = 0  # its current window's bus time when the service entered it
+        self.counters = {"fallbacks": 0, "verified": 0, "mismatches": 0}
+        self._counter_lock = threading.Lock()
+        self._calls = itertools.count(1)
+        self._device_cls: type[HardwareDevice] | None = None
+
+    # -- identity ----------------------------------------------------------------------------
+
+    @property
+    def service_id(self) -> int:
+        """The registry's id of this service."""
+        assert self.registration is not None
+        return self.registration.service_id
+
+    @property
+    def label(self) -> str:
+        """``"3 (crypto.EncryptionService)"``: how messages name the service."""
+        return f"{self.service_id} ({self.interface_name})"
+
+    def tiers(self) -> tuple[str, ...]:
+        """The tiers this service can serve from, in TIERS order."""
+        have = set(self.classes) | ({"hardware"} if self.hardware else set())
+        if self.instance is not None:
+            have.add("software")
+        return tuple(t for t in TIERS if t in have)
+
+    # -- implementations ---------------------------------------------------------------------
+
+    def record_of(self, consumer: str) -> StateRecord:
+        """The state record ``consumer``'s proxy uses (the service's own, if shared)."""
+        if not self.per_consumer:
+            return self.record
+        proxy = self.proxies.get(consumer)
+        return binding_of(proxy).record if proxy is not None else StateRecord()
+
+    def new_impl(self, tier: str, consumer: str, record: StateRecord | None = None) -> object:
+        """A new implementation at ``tier`` for ``consumer`` (on the hardware tier: the
+        consumer's virtual device, whose state is ``record``, by default its proxy's)."""
+        if tier == "hardware":
+            tenancy = self.framework._tenancy  # tenancy hook: a tenant's own virtual device
+            if tenancy is not None and tenancy.arbitrates(self.service_id):
+                return tenancy.virtual_device(self, consumer)
+            return self.device(consumer, record)
+        if self.instance is not None:
+            return self.instance
+        if tier not in self.classes:
+            raise TierUnavailableError(
+                f"service {self.label} has no {tier!r} tier", subject=self.service_id
+            )
+        return self.classes[tier]()
+
+    def impl_for(self, consumer: str) -> object:
+        """What a new proxy of ``consumer`` is built with: the current implementation (a
+        tenant's own virtual device where the tenant arbiter places the service)."""
+        tenancy = self.framework._tenancy
+        if tenancy is not None and self.tier == "hardware" and tenancy.arbitrates(self.service_id):
+            return tenancy.virtual_device(self, consumer)
+        if not self.per_consumer and self.current is not None:
+            return self.current
+        impl = self.new_impl(self.tier, consumer)
+        if not self.per_consumer:
+            self.current = impl
+        return impl
+
+    def device(self, consumer: str, record: StateRecord | None = None) -> HardwareDevice:
+        """``consumer``'s virtual device on the core (one for all, if shared)."""
+        core = self.core
+        if core is None:
+            raise TierUnavailableError(
+                f"service {self.label} is not loaded in the fabric", self.service_id
+            )
+        key = consumer if self.per_consumer else ""
+        device = self.devices.get(key)
+        if device is None or device.core is not core:
+            if self._device_cls is None:
+                self._device_cls = device_class(self.interface, self.interface_name, core.driver)
+            state = record if record is not None else self.record_of(consumer)
+            device = self._device_cls(self, core, key, state)
+            self.devices[key] = device
+        return device
+
+    # -- HardwareHost --------------------------------------------------------------------------
+
+    @property
+    def has_software(self) -> bool:
+        """Whether the service has a software tier to fall back to."""
+        return self.home_tier != "hardware"
+
+    def software_twin(self, consumer: str) -> object | None:
+        """A fresh implementation of the home software tier (None: hardware-only)."""
+        if self.home_tier == "hardware":
+            return None
+        return self.new_impl(self.home_tier, consumer)
+
+    def verify_now(self) -> bool:
+        """One hardware call in N is checked (N: ``juggle.verify`` property, else the
+        framework's ``verify_sample``; 0 checks none)."""
+        n = self.properties.get(VERIFY_PROPERTY, self.framework.verify_sample)
+        return bool(n) and next(self._calls) % int(n) == 0
+
+    def hardware_fault(self, core: HardwareCore, reason: str) -> None:
+        """Quarantine ``core`` and have the framework move this service to software."""
+        if core.quarantine(reason):
+            self.framework._hardware_fault(self, core, reason)
+
+    def count(self, what: str) -> None:
+        """Count a fallback, a verified call or a mismatch."""
+        with self._counter_lock:
+            self.counters[what] += 1
+
+    # -- switching ---------------------------------------------------------------------------
+
+    def switch(self, tier: str, *, twins: bool = False) -> Switched:
+        """Send every proxy's new calls to ``tier``, carrying the state; all or nothing.
+
+        ``twins``: the service leaves a faulty core; each virtual device's software twin
+        (already in the consumer's state) becomes the consumer's implementation, and the core
+        is not read. Raises what making or carrying the implementations raises, after putting
+        back every proxy already switched.
+        """
+        with self.lock, self.record.lock:
+            previous = self.tier
+            switched: list[tuple[ServiceProxy, Any]] = []
+            new_current: object | None = None
+            try:
+                if not self.per_consumer:
+                    new_current = self._shared_impl(tier, twins)
+                for consumer, proxy in list(self.proxies.items()):
+                    binding = binding_of(proxy)
+                    if new_current is not None:
+                        switched.append((proxy, binding.switch(new_current, tier, carry=False)))
+                    else:
+                        impl = self._own_impl(tier, consumer, twins)
+                        switched.append((proxy, binding.switch(impl, tier, carry=not twins)))
+            except BaseException:
+                for proxy, old in reversed(switched):
+                    binding_of(proxy).switch(old.impl, str(old.tier), carry=False)
+                raise
+            self.tier = tier
+            if not self.per_consumer:
+                self.current = new_current
+            if tier != "hardware":
+                self.devices.clear()
+            return Switched(previous, switched)
+
+    def versions(self) -> tuple[int, ...]:
+        """The state records' versions: they differ after any state-setting call."""
+        if not self.per_consumer:
+            return (self.record.version,)
+        return tuple(binding_of(p).record.version for p in self.proxies.values())
+
+    def revert(self, switched: Switched, *, carry: bool) -> None:
+        """Undo ``switched``: every proxy back on the implementation it had (still holding the
+        state it had then; ``carry`` brings it the state set since). All or nothing."""
+        with self.lock, self.record.lock:
+            done: list[tuple[ServiceProxy, Any]] = []
+            try:
+                for proxy, old in switched.slots:
+                    binding = binding_of(proxy)
+                    if binding.dispatcher.slot.impl is old.impl:
+                        continue
+                    done.append((proxy, binding.switch(old.impl, str(old.tier), carry=carry)))
+            except BaseException:
+                for proxy, new in reversed(done):
+                    binding_of(proxy).switch(new.impl, str(new.tier), carry=False)
+                raise
+            self.tier = switched.previous
+            if not self.per_consumer and switched.slots:
+                self.current = switched.slots[0][1].impl
+
+    def _shared_impl(self, tier: str, twins: bool) -> object:
+        if twins:
+            device = self.devices.get("")
+            twin = device.twin() if device is not None else None
+            if twin is not None:
+                return twin
+        new = self.new_impl(tier, "")
+        old = self.current
+        if old is not None:
+            carry_state(old, new, self.record)
+        else:
+            self.record.replay(new)
+        return new
+
+    def _own_impl(self, tier: str, consumer: str, twins: bool) -> object:
+        if twins:
+            device = self.devices.get(consumer)
+            twin = device.twin() if device is not None else None
+            if twin is not None:
+                return twin
+        return self.new_impl(tier, consumer)
+
+    def drain(self, switched: Switched, timeout_s: float) -> None:
+        """Wait until the calls on the old slots ended, then fold their statistics.
+
+        Raises :class:`~juggle.errors.DrainTimeoutError` after ``timeout_s`` in all.
+        """
+        deadline = time.monotonic() + timeout_s
+        for _, old in switched.slots:
+            wait_drained(old, max(0.0, deadline - time.monotonic()), self.service_id)
+        for proxy, old in switched.slots:
+            binding_of(proxy).retire(old)
+
+    # -- consumers ---------------------------------------------------------------------------
+
+    def traces(self) -> dict[str, dict[str, dict[str, Accumulator]]]:
+        """consumer → tier → method → accumulator (released proxies included)."""
+        out: dict[str, dict[str, dict[str, Accumulator]]] = {
+            c: {t: dict(m) for t, m in tiers.items()} for c, tiers in self.released.items()
+        }
+        for consumer, proxy in list(self.proxies.items()):
+            for tier, per_method in binding_of(proxy).traces().items():
+                target = out.setdefault(consumer, {}).setdefault(tier, {})
+                for name, acc in per_method.items():
+                    target.setdefault(name, Accumulator()).add(acc)
+        return out
+
+    def release(self, consumer: str) -> None:
+        """``consumer`` gave its proxy back: keep its statistics, end its calls."""
+        with self.lock:
+            proxy = self.proxies.pop(consumer, None)
+            if proxy is None:
+                return
+            binding = binding_of(proxy)
+            released = self.released.setdefault(consumer, {})
+            for tier, per_method in binding.traces().items():
+                for name, acc in per_method.items():
+                    released.setdefault(tier, {}).setdefault(name, Accumulator()).add(acc)
+            binding.switch(make_gone(binding, self.service_id), "gone", carry=False)
+            if self.per_consumer:
+                self.devices.pop(consumer, None)
+
+    def __repr__(self) -> str:
+        where = f" in {self.region}" if self.region else ""
+        return f"<ManagedService {self.label} {self.tier}{where}, {len(self.proxies)} consumers>"
+
+
+class ProxyFactory(ServiceFactory):
+    """Registry factory: each consumer gets its own proxy of the managed service."""
+
+    def __init__(self, managed: ManagedService) -> None:
+        self.managed = managed
+
+    def get_service(self, consumer: str, registration: ServiceRegistration) -> object:
+        """A new proxy for ``consumer``, serving from the service's current tier."""
+        m = self.managed
+        with m.lock:
+            if m.per_consumer:
+                m.release(consumer)
+                record = StateRecord()
+                impl = m.new_impl(m.tier, consumer, record)
+            else:
+                record = m.record
+                impl = m.impl_for(consumer)
+            proxy = build_proxy(
+                m.interface,
+                m.interface_name,
+                registration.service_id,
+                consumer,
+                impl,
+                m.tier,
+                sample_period=m.framework.trace_sample,
+                record=record,
+            )
+            m.proxies[consumer] = proxy
+            return proxy
+
+    def unget_service(
+        self, consumer: str, registration: ServiceRegistration, service: object
+    ) -> None:
+        """``consumer`` is done with its proxy."""
+        self.managed.release(consumer)

@@ -1,0 +1,147 @@
+"""One sharing model (issue 8): a consumer's state is its own on every tier, a shared service's
+state is the last state-setting call, and the core is time-multiplexed among virtual devices."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sharing_support import (
+    KEYS,
+    Caller,
+    encrypt,
+    start_tdes,
+    tdes_reference,
+)
+
+import juggle
+
+PLAIN = b"sixteen bytes!!!"
+
+
+@pytest.fixture
+def fw() -> Iterator[juggle.Framework]:
+    framework = juggle.Framework("xupv2p")
+    yield framework
+    framework.close()
+
+
+def test_per_consumer_keys_stay_isolated_while_juggling(
+    fw: juggle.Framework, tmp_path: Path
+) -> None:
+    """6 consumers with distinct keys x 8 threads; another thread juggles the service
+    software <-> hardware and native <-> hardware 200 times: every ciphertext is made under
+    its consumer's own key."""
+    sid = start_tdes(fw, tmp_path, per_consumer=True)
+    proxies = []
+    for i, key in enumerate(KEYS):
+        proxy = fw.get_service("EncryptionService", consumer=f"c{i}")
+        proxy.load_key(key)
+        proxies.append((proxy, key))
+    wrong: list[str] = []
+
+    def caller(index: int) -> None:
+        proxy, key = proxies[index]
+        data = random.randbytes(16)
+        got = encrypt(proxy, data)
+        if got != tdes_reference(key, data):
+            wrong.append(f"c{index}")
+
+    callers = [Caller(lambda i=i: caller(i), threads=8) for i in range(len(KEYS))]
+    try:
+        for n in range(200):
+            soft = "software" if n % 4 < 2 else "native"
+            if n % 2 == 0:
+                fw.juggle(to_hardware=sid)
+            else:
+                fw.set_tier(sid, soft)
+    finally:
+        for c in callers:
+            c.stop()
+    assert sum(c.calls for c in callers) > 200
+    assert [f for c in callers for f in c.failures] == []
+    assert wrong == []
+    switches = fw.statistics(sid).per_tier
+    assert switches["hardware"].calls > 0 and switches["native"].calls > 0
+    assert switches["software"].calls > 0
+
+
+def test_each_consumer_gets_its_context_on_the_core(fw: juggle.Framework, tmp_path: Path) -> None:
+    """In hardware, consumers alternate on one core: each call runs under its own key."""
+    sid = start_tdes(fw, tmp_path, per_consumer=True)
+    fw.juggle(to_hardware=sid)
+    a = fw.get_service("EncryptionService", consumer="a")
+    b = fw.get_service("EncryptionService", consumer="b")
+    a.load_key(KEYS[0])
+    b.load_key(KEYS[3])  # K1 = K2 != K3
+    for _ in range(3):
+        assert encrypt(a, PLAIN) == tdes_reference(KEYS[0], PLAIN)
+        assert encrypt(b, PLAIN) == tdes_reference(KEYS[3], PLAIN)
+    c = fw.get_service("EncryptionService", consumer="c")  # nothing of a or b survives for c
+    with pytest.raises(juggle.errors.KeyNotLoadedError):
+        encrypt(c, PLAIN)
+    fw.juggle(to_software=[sid])
+    assert encrypt(a, PLAIN) == tdes_reference(KEYS[0], PLAIN)
+    assert encrypt(b, PLAIN) == tdes_reference(KEYS[3], PLAIN)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_shared_state_is_the_last_key_loaded_across_juggles(
+    fw: juggle.Framework, tmp_path: Path, seed: int
+) -> None:
+    """per_consumer = false: one state. Two consumers interleave load_key / encrypt across
+    juggles between every tier; each ciphertext uses the last key loaded before it, by
+    whoever loaded it."""
+    rng = random.Random(seed)
+    sid = start_tdes(fw, tmp_path, per_consumer=False)
+    consumers = [fw.get_service("EncryptionService", consumer=n) for n in ("mail", "music")]
+    last = KEYS[0]
+    consumers[0].load_key(last)
+    for _ in range(120):
+        op = rng.random()
+        who = rng.choice(consumers)
+        if op < 0.3:
+            last = rng.choice(KEYS)
+            who.load_key(last)
+        elif op < 0.45:
+            target = rng.choice(["software", "native", "hardware"])
+            fw.set_tier(sid, target)
+        else:
+            data = rng.randbytes(8 * rng.randint(1, 4))
+            assert encrypt(who, data) == tdes_reference(last, data)
+
+
+def test_a_consumer_joining_a_shared_service_in_hardware_gets_its_state(
+    fw: juggle.Framework, tmp_path: Path
+) -> None:
+    sid = start_tdes(fw, tmp_path, per_consumer=False)
+    first = fw.get_service("EncryptionService", consumer="first")
+    first.load_key(KEYS[1])
+    fw.juggle(to_hardware=sid)
+    later = fw.get_service("EncryptionService", consumer="later")
+    assert encrypt(later, PLAIN) == tdes_reference(KEYS[1], PLAIN)
+    fw.unget_service(first)
+    fw.juggle(to_software=[sid])
+    assert encrypt(later, PLAIN) == tdes_reference(KEYS[1], PLAIN)
+
+
+def test_core_context_switches_are_counted_and_saved_by_the_driver(
+    fw: juggle.Framework, tmp_path: Path
+) -> None:
+    """The core switches only when another consumer's call comes (not per call)."""
+    sid = start_tdes(fw, tmp_path, per_consumer=True)
+    fw.juggle(to_hardware=sid)
+    a = fw.get_service("EncryptionService", consumer="a")
+    b = fw.get_service("EncryptionService", consumer="b")
+    a.load_key(KEYS[0])
+    b.load_key(KEYS[1])
+    core = fw._managed_of(sid).core
+    assert core is not None and core.saves_context
+    before = core.switches
+    for _ in range(5):
+        encrypt(a, PLAIN)
+    assert core.switches == before + 1
+    encrypt(b, PLAIN)
+    assert core.switches == before + 2

@@ -79,7 +79,6 @@ GATE = Gate()
 
 DRIVER_CODE = """
 from juggle.services.crypto import {cls}
-from juggle.services.crypto.model import TdesCore
 from tenancy_gate import GATE
 
 
@@ -90,13 +89,9 @@ class Gated({cls}):
         return done
 
 
-class Forgetful(TdesCore):  # a TDES core without a context save routine
-
-    def save_context(self):
-        return b""
-
-    def restore_context(self, context):
-        pass
+class Forgetful(Gated):  # a TDES driver without context routines: its state is replayed
+    save_context = None
+    restore_context = None
 """
 
 DESCRIPTOR = """
@@ -109,9 +104,8 @@ interfaces = ["crypto.EncryptionService"]
 properties = {{ algorithm = "{algorithm}" }}
 
 [services.hardware]
-driver = "gated.Gated"
+driver = "gated.{driver}"
 bitstreams = {{ prr0 = "core.bit" }}
-{model}
 """
 
 
@@ -126,10 +120,10 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     importlib.invalidate_caches()
     gate_module: ModuleType = importlib.import_module("tenancy_gate")
     paths = {}
-    for name, algorithm, cls, model in (
-        ("tdeshw", "tdes", "TdesDriver", ""),
-        ("deshw", "des", "DesDriver", ""),
-        ("forgetful", "tdes", "TdesDriver", 'model = "gated.Forgetful"'),
+    for name, algorithm, cls, driver in (
+        ("tdeshw", "tdes", "TdesDriver", "Gated"),
+        ("deshw", "des", "DesDriver", "Gated"),
+        ("forgetful", "tdes", "TdesDriver", "Forgetful"),
     ):
         folder = root / name
         folder.mkdir()
@@ -137,7 +131,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             MODULES / algorithm / "bitstreams" / f"{algorithm}_prr0.bit", folder / "core.bit"
         )
         (folder / "gated.py").write_text(DRIVER_CODE.format(cls=cls))
-        descriptor = DESCRIPTOR.format(name=name, algorithm=algorithm, model=model)
+        descriptor = DESCRIPTOR.format(name=name, algorithm=algorithm, driver=driver)
         (folder / "juggle.toml").write_text(descriptor)
         paths[name] = folder
     yield {"gate": gate_module.GATE, **paths}

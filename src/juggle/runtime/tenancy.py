@@ -16,11 +16,13 @@ consistency point), and the victim's next call asks again. Programming models (p
 a ``native`` tenant's call blocks until its device is READY; an ``aware`` tenant's call raises
 :class:`~juggle.errors.WaitSignal` at once, its request stays queued, and READY arrives later.
 
-Contexts: the core's own save routine (a simulated region's register model) fills the
-virtual device's context buffer, and its restore routine takes it back, possibly in a region
-that was reprogrammed meanwhile; a device that never ran gets a reset core. When a core saves
-nothing (no save routine, or a board without register models), the tenant's last
-state-setting calls (``load_key``) are replayed onto its driver before its next call.
+Contexts: the tenant's driver's own save routine (``save_context()``, built from its register
+accesses, so it works on the simulator and on a board alike) fills the virtual device's context
+buffer, and its ``restore_context`` takes it back once the device is connected again, possibly
+in a region that was reprogrammed meanwhile; a device that never ran gets a reset core. Where a
+driver has no such routines, the tenant's last state-setting calls (``load_key``) are replayed
+onto it before its next call. Allocator actions are carried out by
+:func:`juggle.core.execute.execute`: the arbiter implements its operations.
 
 Which services are arbitrated: a hardware-only service started after the framework got its
 first tenant. The framework no longer places such a service itself; the allocator places it on
@@ -57,9 +59,11 @@ from juggle.core.actions import (
     RestoreContext,
     SaveContext,
     Signal,
+    Solution,
     StopAtConsistencyPoint,
 )
 from juggle.core.allocator import Allocator
+from juggle.core.execute import execute
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import DeviceState, ProgrammingModel, SignalKind
 from juggle.errors import (
@@ -76,7 +80,7 @@ from juggle.errors import (
     UnknownTenantError,
     WaitSignal,
 )
-from juggle.fabric.sim.model import RegisterModel
+from juggle.runtime.hardware import has_core_context
 from juggle.runtime.interfaces import interface_methods
 from juggle.runtime.tenants import (
     Seat,
@@ -282,7 +286,7 @@ class TenantArbiter:
                 hw.driver,
                 dict(hw.bitstreams),
                 hw.resources,
-                self._context_bytes(design),
+                DEFAULT_CONTEXT_BYTES,
                 frozenset(m.name for m in interface_methods(managed.interface) if m.state_setting),
             )
             self._services[svc.service_id] = svc
@@ -456,7 +460,7 @@ class TenantArbiter:
                 if isinstance(action, Reconfigure) and self._still_loaded(action):
                     loaded.append(action)
                 else:
-                    self._one(action)
+                    execute(self, (action,))
             except JuggleError as exc:
                 self._counters["faults"] += 1
                 log.error("tenancy: %r failed: %s", action, exc)
@@ -476,25 +480,45 @@ class TenantArbiter:
         snap = self._fw.fabric.region(action.region).snapshot()
         return (snap.owner, snap.design, snap.state) == (OWNER, design, "PROGRAMMED")
 
-    def _one(self, action: Action) -> None:
-        if isinstance(action, Signal):
-            self._signal(action)
-        elif isinstance(action, SaveContext):
-            self._save(action)
-        elif isinstance(action, RestoreContext):
-            self._restore(action)
-        elif isinstance(action, Connect):
-            self._connect(action)
-        elif isinstance(action, Disconnect):
-            seat = self._seat(action.tenant, action.device)
-            seat.window.detach()
-            seat.region = None
-        elif isinstance(action, Reconfigure):
-            self._claimed[action.region] = None
-            self._programming += 1
-            self._jobs.append((self._alloc, action))
-        elif isinstance(action, StopAtConsistencyPoint):
-            log.debug("%s/%s stops at its call's end", action.tenant, action.device)
+    # the operations of juggle.core.execute.Operations: what each allocator action does here
+
+    def reconfigure(self, action: Reconfigure) -> None:
+        """Queue the region's programming for the manager thread (the configuration port)."""
+        self._claimed[action.region] = None
+        self._programming += 1
+        self._jobs.append((self._alloc, action))
+
+    def connect(self, action: Connect) -> None:
+        """Attach the tenant's driver to the region and give the core its context."""
+        self._connect(action)
+
+    def disconnect(self, action: Disconnect) -> None:
+        """Detach the tenant's driver: its accesses raise until it is connected again."""
+        seat = self._seat(action.tenant, action.device)
+        seat.window.detach()
+        seat.region = None
+
+    def save_context(self, action: SaveContext) -> None:
+        """The driver's own save routine fills the tenant's context buffer."""
+        seat = self._seat(action.tenant, action.device)
+        action.interface.save(self._save_core(seat))
+
+    def restore_context(self, action: RestoreContext) -> None:
+        """Note the context to restore: the driver restores it once connected (Connect
+        follows), since its registers are reachable only then."""
+        seat = self._seat(action.tenant, action.device)
+        seat.pending_context = action.interface.load()
+
+    def stop_at_consistency_point(self, action: StopAtConsistencyPoint) -> None:
+        """Nothing to interrupt: a call is the unit of work, so its end is the point."""
+        log.debug("%s/%s stops at its call's end", action.tenant, action.device)
+
+    def solution(self, action: Solution) -> None:
+        """A later solution is announced; its own actions follow in the list."""
+
+    def signal(self, action: Signal) -> None:
+        """Tell the tenant WAIT, READY or PREEMPT on its channel."""
+        self._signal(action)
 
     def _signal(self, action: Signal) -> None:
         tenant = self._tenants[action.tenant]
@@ -516,31 +540,14 @@ class TenantArbiter:
         for callback in tenant.channel.push(signal):
             self._outbox.append((callback, signal))
 
-    def _model(self, region: str) -> RegisterModel | None:
-        """The register model behind ``region``'s window (simulator), else None."""
-        try:
-            model = getattr(self._fw.fabric.window(region), "model", None)
-        except JuggleError:
-            return None
-        return model if isinstance(model, RegisterModel) else None
-
-    def _save(self, action: SaveContext) -> None:
-        model = self._model(action.region)
-        action.interface.save(model.save_context() if model is not None else b"")
-
-    def _restore(self, action: RestoreContext) -> None:
-        """Restore the saved context; an empty one (never ran, or a core that saves nothing)
-        resets the core, and the tenant's state-setting calls are replayed before its next
-        call."""
-        model = self._model(action.region)
-        seat = self._seat(action.tenant, action.device)
-        data = action.interface.load()
-        if model is not None:
-            if data:
-                model.restore_context(data)
-            else:  # nothing of a previous tenant survives
-                model.reset()
-        seat.needs_replay = not data and bool(seat.replay)
+    @staticmethod
+    def _save_core(seat: Seat) -> bytes:
+        """The core's context read by ``seat``'s driver (empty when the driver saves none,
+        and the tenant's state-setting calls are replayed instead)."""
+        driver = seat.driver
+        if driver is None or not has_core_context(driver):
+            return b""
+        return bytes(driver.save_context())  # type: ignore[attr-defined]
 
     def _connect(self, action: Connect) -> None:
         seat = self._seat(action.tenant, action.device)
@@ -549,6 +556,14 @@ class TenantArbiter:
         svc = self._by_device.get(action.device)
         if seat.driver is None and svc is not None:
             seat.driver = svc.driver(seat.window)
+        data, seat.pending_context = seat.pending_context, None
+        if data is None:
+            return
+        if seat.driver is not None and has_core_context(seat.driver):
+            seat.driver.restore_context(data)  # type: ignore[attr-defined]
+            seat.needs_replay = not data and bool(seat.replay)  # empty: a reset core
+        else:  # a driver without context routines: its calls are replayed
+            seat.needs_replay = bool(seat.replay)
 
     # -- the manager thread: configuration port and hold timer ---------------------------------
 
@@ -656,13 +671,6 @@ class TenantArbiter:
         tasks_all = [t for _, ts in devices.values() for t in ts if t.region not in self._excluded]
         return TaskIndex(regions, [spec for spec, _ in devices.values()], tasks_all)
 
-    def _context_bytes(self, design: str) -> int:
-        try:
-            size = len(self._fw.fabric.models.create(design).save_context())
-        except JuggleError:
-            size = 0
-        return max(DEFAULT_CONTEXT_BYTES, size)
-
     def _rebuild(self) -> None:
         """Under the lock: a new allocator over the current services, once no call runs and
         no region is being programmed; contexts and waiting requests carry over."""
@@ -689,9 +697,8 @@ class TenantArbiter:
             waiting = old.waiting()
             for seat in self._seats.values():  # park connected devices: save their contexts
                 if seat.region is not None:
-                    model = self._model(seat.region)
                     iface = old.interface(seat.tenant, seat.device)
-                    iface.save(model.save_context() if model is not None else b"")
+                    iface.save(self._save_core(seat))
                     seat.window.detach()
                     seat.region = None
             known = {d.name for d in new.index.devices}

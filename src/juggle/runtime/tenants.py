@@ -240,6 +240,7 @@ class Seat:
         self.call_lock = threading.Lock()
         self.replay: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.needs_replay = False
+        self.pending_context: bytes | None = None  # restored by the driver once connected
         self.calls = 0
         self.waits = 0
         self.preemptions = 0

@@ -704,6 +704,7 @@ class Framework:
             if m.core is not core or self._closed:
                 return  # the service already left that core
             region = core.region
+            self.faults.append(f"{region}: service {m.service_id}: {reason}")
             if m.has_software:
                 switched = m.switch(m.home_tier, twins=True)
                 m.hw_modeled_ns += self._busy_since_entry(m)
@@ -714,7 +715,6 @@ class Framework:
                 m.quarantined = region
             with contextlib.suppress(FabricError):
                 self.fabric.quarantine(region, f"service {m.service_id}: {reason}")
-            self.faults.append(f"{region}: service {m.service_id}: {reason}")
 
     def recover(self, region: str) -> JuggleReport | None:
         """Clear quarantined ``region`` (empty it) and put back the service that failed there,

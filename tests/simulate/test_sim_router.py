@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import pytest
 
+from juggle.core import placement
 from juggle.core.controllers import JuggleAction, StatsSnapshot
-from juggle.errors import ConfigurationError, ControllerError, ProfileError, RegionBusyError
+from juggle.core.placement import JugglePlan, RegionView, ServiceView, plan_juggle
+from juggle.errors import (
+    ConfigurationError,
+    ControllerError,
+    ProfileError,
+    RegionBusyError,
+    SanityCheckError,
+)
+from juggle.simulate import router
 from juggle.simulate.router import KINDS, RouterSim, load_router_model
 from juggle.simulate.units import CoprocessorPool, Fifo, service_us
 
@@ -99,8 +111,124 @@ def test_bad_juggles_are_refused_naming_the_controller() -> None:
     sim = RouterSim(MODEL, flows_of((1, 0, 0), 10), arrival_us=None)
     with pytest.raises(ControllerError, match="asked for service 7"):
         sim.apply(JuggleAction(7, ()))
-    with pytest.raises(ControllerError, match="evicts service 2"):
-        sim.apply(JuggleAction(1, (2,)))
+    with pytest.raises(ControllerError, match="evicts service 9"):
+        sim.apply(JuggleAction(1, (9,)))
+    with pytest.raises(ControllerError, match=r"'to-des'.*to_software=\(2,\)"):
+        sim.apply(JuggleAction(1, (2,)), Named("to-des"))
+
+
+class Named:
+    """A controller that only has a name (``apply`` names it in its errors)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def decide(self, snapshot: StatsSnapshot) -> list[JuggleAction]:
+        return []
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        JuggleAction(1, (2,)),  # evicts lz, which the part does not hold
+        JuggleAction(1, ()),  # des would need the part, which holds the processor
+        JuggleAction(0, (0,)),  # enter and leave at once
+        JuggleAction(None, (0, 0)),  # listed twice
+    ],
+)
+def test_the_router_refuses_what_plan_juggle_refuses(action: JuggleAction) -> None:
+    sim = RouterSim(MODEL, flows_of((1, 0, 0), 10), arrival_us=None, holds="processor")
+    views = sim.service_views()
+    with pytest.raises(SanityCheckError) as planned:
+        plan_juggle(
+            None if action.to_hardware is None else views[action.to_hardware],
+            [views[s] for s in action.to_software],
+            sim.region_views(),
+        )
+    with pytest.raises(ControllerError, match=re.escape(str(planned.value))) as refused:
+        sim.apply(action, Named("ctl"))
+    assert "'ctl'" in str(refused.value) and refused.value.subject == action
+    assert isinstance(refused.value.__cause__, SanityCheckError)
+    assert sim.part.holds == "processor" and sim.part.reconfigurations == 0
+
+
+def test_the_planner_views_of_the_part() -> None:
+    sim = RouterSim(MODEL, flows_of((1, 0, 0), 10), arrival_us=None, holds="des")
+    part = MODEL.params.region
+    views = sim.service_views()
+    assert [v.label for v in views] == list(KINDS)
+    assert [v.tier for v in views] == ["software", "hardware", "software"]
+    assert [v.region for v in views] == [None, part, None]
+    assert all(v.regions == (part,) for v in views)
+    assert sim.region_views() == {part: RegionView(part, 1, error=False)}
+
+
+def test_juggles_go_through_plan_juggle(monkeypatch: pytest.MonkeyPatch) -> None:
+    sim = RouterSim(MODEL, flows_of((1, 0, 0), 10), arrival_us=None, holds="processor")
+    calls: list[tuple[ServiceView | None, list[ServiceView]]] = []
+
+    def spy(
+        entering: ServiceView | None,
+        leaving: Sequence[ServiceView],
+        regions: Mapping[str, RegionView],
+    ) -> JugglePlan:
+        calls.append((entering, list(leaving)))
+        return placement.plan_juggle(entering, leaving, regions)
+
+    monkeypatch.setattr(router, "plan_juggle", spy)
+    assert sim.apply(JuggleAction(0, ()))  # already held: a no-op, still planned
+    assert sim.part.reconfigurations == 0
+    assert sim.apply(JuggleAction(1, (0,)))
+    assert [(e and e.label, [v.label for v in ls]) for e, ls in calls] == [
+        ("processor", []),
+        ("des", ["processor"]),
+    ]
+    sim.env.run(until=MODEL.reconfig_us + 1)
+    assert sim.part.holds == "des"
+
+    def refuse(
+        entering: ServiceView | None,
+        leaving: Sequence[ServiceView],
+        regions: Mapping[str, RegionView],
+    ) -> JugglePlan:
+        raise SanityCheckError("the planner says no", subject=entering)
+
+    monkeypatch.setattr(router, "plan_juggle", refuse)
+    with pytest.raises(ControllerError, match="the planner says no"):
+        sim.apply(JuggleAction(2, (1,)))  # a valid juggle, refused only by the planner
+    with pytest.raises(ControllerError, match="the planner says no"):
+        sim.apply(JuggleAction(1, ()))  # even a no-op asks the planner
+    assert sim.part.holds == "des" and sim.part.reconfigurations == 1
+
+
+def test_the_planners_answer_decides_what_the_router_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sim = RouterSim(MODEL, flows_of((1, 0, 0), 10), arrival_us=None, holds="processor")
+
+    def nowhere(
+        entering: ServiceView | None,
+        leaving: Sequence[ServiceView],
+        regions: Mapping[str, RegionView],
+    ) -> JugglePlan:
+        return JugglePlan(None, (), None, False)  # the planner decides: nothing to do
+
+    monkeypatch.setattr(router, "plan_juggle", nowhere)
+    assert sim.apply(JuggleAction(1, (0,)))
+    assert sim.part.holds == "processor" and sim.part.reconfigurations == 0
+
+
+def test_while_reconfiguring_juggles_are_refused_and_counted() -> None:
+    sim = RouterSim(MODEL, flows_of((1, 0, 0), 10), arrival_us=None, holds="processor")
+    assert sim.apply(JuggleAction(1, (0,)))
+    sim.env.run(until=1.0)  # the swap starts: the part is busy and holds nothing
+    assert sim.part.reconfiguring and sim.part.holds is None
+    assert not sim.apply(JuggleAction(2, ()))  # the busy part holds nobody: planned, refused
+    assert not sim.apply(JuggleAction(None, ()))
+    assert sim.refused == 2
+    with pytest.raises(ControllerError, match="not in hardware"):
+        sim.apply(JuggleAction(2, (1,)))  # des is not in yet: the planner refuses first
+    assert sim.refused == 2
 
 
 def test_a_profile_without_a_router_scenario_is_refused() -> None:

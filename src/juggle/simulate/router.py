@@ -12,6 +12,14 @@ A controller reads a :class:`~juggle.core.controllers.base.StatsSnapshot` every 
 flow) and answers with juggles; ``to_hardware`` names the kind the reconfigurable part should
 hold. The same controller objects drive the live runtime.
 
+Juggles are decided by :func:`juggle.core.placement.plan_juggle`, the same sans-I/O planner
+the live runtime asks: each kind is a service whose only region is the reconfigurable part,
+and the part is a region holding its kind. So a juggle means the same here as on a board: the
+kind the part holds must be listed in ``to_software`` to make room for another one, and only
+a kind the part holds can be evicted; the planner's refusals become
+:class:`~juggle.errors.ControllerError` naming the controller and the action. A juggle asked
+for while the part is being reconfigured (the region is busy) is refused and counted.
+
 How it runs: SimPy carries the events (control ticks, reconfiguration start and end); between
 two events the packet pipeline is advanced in fixed steps by the fluid-with-whole-packets
 model of :mod:`juggle.simulate.units`, with prefix sums over the trace so a step costs the same
@@ -40,7 +48,15 @@ from juggle.core.controllers.base import (
     ServiceStats,
     StatsSnapshot,
 )
-from juggle.errors import ConfigurationError, ControllerError, JuggleError, ProfileError
+from juggle.core.placement import JugglePlan, RegionView, ServiceView, plan_juggle
+from juggle.errors import (
+    ConfigurationError,
+    ControllerError,
+    JuggleError,
+    ProfileError,
+    SanityCheckError,
+    TierUnavailableError,
+)
 from juggle.fabric.profiles import BoardProfile, load_profile
 from juggle.simulate.reconfig import ReconfigurablePart
 from juggle.simulate.units import CoprocessorPool, Fifo, ProcessorPool, service_us
@@ -370,10 +386,36 @@ class RouterSim:
                 self.apply(action, controller)
 
     def apply(self, action: JuggleAction, controller: Controller | None = None) -> bool:
-        """Carry out one juggle; False when refused (a reconfiguration is already running).
+        """Carry out one juggle as :func:`~juggle.core.placement.plan_juggle` decides it.
 
-        Raises :class:`~juggle.errors.ControllerError` for a service id the router lacks or a
-        ``to_software`` that is not what the part holds.
+        True when done or nothing to do (the kind is already held); False when refused
+        because a reconfiguration is already running (counted in :attr:`refused`).
+        Raises :class:`~juggle.errors.ControllerError` for a service id the router lacks and
+        for any juggle the planner refuses (its message included), e.g. evicting a kind the
+        part does not hold or bringing a kind in without evicting the one held.
+        """
+        plan = self.plan(action, controller)
+        if self.part.reconfiguring:
+            self.refused += 1
+            return False
+        held = self.part.holds
+        kind: str | None
+        if plan.region is not None and plan.entering is not None:
+            kind = KINDS[plan.entering]
+        elif held is not None and KINDS.index(held) in plan.leaving:
+            kind = None
+        else:
+            return True
+        self.advance_to(self.env.now)
+        self.env.process(self.part.reprogram(self.env, kind))
+        if kind is None:
+            self.switches.append((self.env.now, None))
+        return True
+
+    def plan(self, action: JuggleAction, controller: Controller | None = None) -> JugglePlan:
+        """The planner's decision on ``action`` for the part as it is now; changes nothing.
+
+        Raises :class:`~juggle.errors.ControllerError` as :meth:`apply` does.
         """
         name = controller.name if controller is not None else "?"
         target = action.to_hardware
@@ -383,24 +425,46 @@ class RouterSim:
                 f"{dict(enumerate(KINDS))}",
                 action,
             )
-        kind = None if target is None else KINDS[target]
-        held = self.part.holds
         for sid in action.to_software:
-            if held is None or sid != KINDS.index(held):
+            if not 0 <= sid < len(KINDS):
                 raise ControllerError(
-                    f"controller {name!r} evicts service {sid!r}, but the part holds {held!r}",
+                    f"controller {name!r} evicts service {sid!r}; the router has "
+                    f"{dict(enumerate(KINDS))}",
                     action,
                 )
-        if self.part.reconfiguring:
-            self.refused += 1
-            return False
-        if kind == held:
-            return True
-        self.advance_to(self.env.now)
-        self.env.process(self.part.reprogram(self.env, kind))
-        if kind is None:
-            self.switches.append((self.env.now, None))
-        return True
+        views = self.service_views()
+        try:
+            return plan_juggle(
+                None if target is None else views[target],
+                [views[sid] for sid in action.to_software],
+                self.region_views(),
+            )
+        except (SanityCheckError, TierUnavailableError) as exc:
+            raise ControllerError(
+                f"controller {name!r}: juggle to_hardware={target!r} "
+                f"to_software={action.to_software!r} refused: {exc}",
+                action,
+            ) from exc
+
+    def service_views(self) -> tuple[ServiceView, ...]:
+        """How the planner sees each kind (service id = index in :data:`KINDS`)."""
+        part = self.part
+        return tuple(
+            ServiceView(
+                service_id=i,
+                label=kind,
+                tier="hardware" if part.holds == kind else "software",
+                region=part.name if part.holds == kind else None,
+                regions=(part.name,) if kind in part.kinds else (),
+            )
+            for i, kind in enumerate(KINDS)
+        )
+
+    def region_views(self) -> dict[str, RegionView]:
+        """How the planner sees the reconfigurable part: a region holding its kind."""
+        held = self.part.holds
+        sid = None if held is None else KINDS.index(held)
+        return {self.part.name: RegionView(self.part.name, sid, error=False)}
 
     # -- what controllers see --------------------------------------------------------------------
 

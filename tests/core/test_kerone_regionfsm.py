@@ -25,6 +25,9 @@ EXPECTED = {
     (S.SWITCH, S.RECONFIG),
     (S.RECONFIG, S.HOLD),
     (S.RECONFIG, S.ERROR),
+    (S.BUSY, S.ERROR),
+    (S.IDLE, S.ERROR),
+    (S.HOLD, S.ERROR),
     (S.ERROR, S.IDLE),
 }
 

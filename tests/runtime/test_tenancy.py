@@ -14,6 +14,7 @@ import importlib
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -303,7 +304,7 @@ def test_a_core_without_a_save_routine_gets_its_state_replayed(
     assert encrypt(high) == tdes(K_HIGH)
 
 
-def test_a_service_started_later_rebuilds_the_index_keeping_contexts_and_requests(
+def test_a_service_started_later_joins_the_index_keeping_contexts_and_requests(
     fw: juggle.Framework, library: dict[str, Any], gate: Any
 ) -> None:
     fw.add_tenant("rt", realtime=True)
@@ -314,7 +315,7 @@ def test_a_service_started_later_rebuilds_the_index_keeping_contexts_and_request
     running = hold_in_the_middle(gate, lambda: encrypt(rt))
     with pytest.raises(WaitSignal):
         app.load_key(K_LOW)
-    starting = Call(lambda: start(fw, library, "deshw"))  # rebuilds once no call runs
+    starting = Call(lambda: start(fw, library, "deshw"))  # a device added while a call runs
     gate.release.set()
     assert running.join() == tdes(K_HIGH)
     starting.join()
@@ -322,7 +323,7 @@ def test_a_service_started_later_rebuilds_the_index_keeping_contexts_and_request
     assert fw.signals("app").wait_for("ready", timeout=WAIT_S) is not None
     app.load_key(K_LOW)  # no WAIT: the region still holds tdes, loaded by the arbiter
     assert encrypt(app) == tdes(K_LOW)
-    assert device(fw, "rt", "tdes").context_bytes > 0  # carried into the new allocator
+    assert device(fw, "rt", "tdes").context_bytes > 0  # saved when app took the region
     assert encrypt(rt) == tdes(K_HIGH)
     des_rt = service(fw, "des", "rt")
     des_rt.load_key(K_DES)
@@ -330,24 +331,130 @@ def test_a_service_started_later_rebuilds_the_index_keeping_contexts_and_request
     assert encrypt(rt) == tdes(K_HIGH)
 
 
-def test_a_service_the_framework_placed_moves_to_software_for_tenants(
+class Adder:
+    """A caller thread adding through a proxy until stopped; counts calls, wrong results and
+    failures (any exception reaching the consumer)."""
+
+    def __init__(self, proxy: Any) -> None:
+        self.proxy = proxy
+        self.calls = self.wrong = self.failed = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            i += 1
+            try:
+                if self.proxy.add(i, 40) != i + 40:
+                    self.wrong += 1
+            except Exception:
+                self.failed += 1
+            self.calls += 1
+
+    def join(self) -> None:
+        self.stop.set()
+        self.thread.join(WAIT_S)
+        assert not self.thread.is_alive()
+
+
+def wait_until(predicate: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return predicate()
+
+
+def region_holder(fw: juggle.Framework) -> int | None:
+    return fw.regions()[0].service_id
+
+
+def test_a_lower_priority_tenants_co_module_is_preempted_to_software_then_comes_back(
     fw: juggle.Framework, library: dict[str, Any]
+) -> None:
+    fw.add_tenant("low", priority=0)
+    fw.add_tenant("high", priority=2)
+    fw.install(MODULES / "math").start()
+    add = fw.get_service("math.AddService", consumer="low")  # low's co-module
+    fw.juggle(to_hardware=add.service_id)
+    assert region_holder(fw) == add.service_id
+    caller = Adder(add)
+    start(fw, library, "tdeshw")  # hardware-only, started among tenants: arbitrated
+    high = service(fw, "tdes", "high")
+    high.load_key(K_HIGH)  # prr0 holds low's adder (priority 0 < 2): preempted, not waited for
+    assert encrypt(high) == tdes(K_HIGH)
+    assert fw.signals("low").wait_for("preempt", timeout=WAIT_S) is not None
+    moves = [j for j in fw.juggles if j.steps and j.steps[0] == "preempted by a tenant"]
+    assert moves and all(m.to_software == (add.service_id,) for m in moves)  # one per call
+    # high's call is over: the region goes back to the waiting co-module, and low hears READY
+    assert fw.signals("low").wait_for("ready", timeout=WAIT_S) is not None
+    assert wait_until(lambda: region_holder(fw) == add.service_id)
+    assert fw.regions()[0].design == "adder"
+    caller.join()
+    assert caller.calls > 0 and caller.failed == 0 and caller.wrong == 0
+    (math,) = [s for s in fw.services() if s.service_id == add.service_id]
+    assert math.tier == "hardware"
+    assert encrypt(high) == tdes(K_HIGH)  # and high can take it again
+
+
+def test_equal_priorities_leave_a_co_module_in_place(
+    fw: juggle.Framework, library: dict[str, Any]
+) -> None:
+    fw.add_tenant("a", priority=1)
+    fw.add_tenant("b", priority=1, model="aware")
+    fw.install(MODULES / "math").start()
+    add = fw.get_service("math.AddService", consumer="a")
+    fw.juggle(to_hardware=add.service_id)
+    start(fw, library, "tdeshw")
+    b = service(fw, "tdes", "b")
+    with pytest.raises(WaitSignal):
+        b.load_key(K_LOW)  # same priority as the co-module's tenant: b waits
+    assert region_holder(fw) == add.service_id
+    assert fw.signals("a").drain() == ()
+    fw.juggle(to_software=[add.service_id])  # a controller frees the region: b is served
+    assert fw.signals("b").wait_for("ready", timeout=WAIT_S) is not None
+    b.load_key(K_LOW)
+    assert encrypt(b) == tdes(K_LOW)
+
+
+def test_a_real_time_tenants_co_module_is_never_preempted(
+    fw: juggle.Framework, library: dict[str, Any]
+) -> None:
+    fw.add_tenant("rt", realtime=True)
+    fw.add_tenant("high", priority=2, model="aware")
+    fw.install(MODULES / "math").start()
+    add = fw.get_service("math.AddService", consumer="rt")
+    fw.juggle(to_hardware=add.service_id)
+    start(fw, library, "tdeshw")
+    with pytest.raises(WaitSignal):
+        service(fw, "tdes", "high").load_key(K_LOW)
+    assert region_holder(fw) == add.service_id
+
+
+def test_a_co_module_no_tenant_uses_yields_to_any_tenant_and_juggles_see_the_holder(
+    fw: juggle.Framework, library: dict[str, Any], gate: Any
 ) -> None:
     fw.add_tenant("t")
     fw.install(MODULES / "math").start()
     add = fw.get_service("math.AddService", consumer="calc")  # no tenant: a co-module
     fw.juggle(to_hardware=add.service_id)
-    assert add.add(2, 40) == 42 and fw.regions()[0].service_id == add.service_id
+    assert add.add(2, 40) == 42 and region_holder(fw) == add.service_id
     start(fw, library, "tdeshw")
     t = service(fw, "tdes", "t")
-    t.load_key(K_LOW)  # the arbiter juggles the adder out, then loads tdes
-    assert encrypt(t) == tdes(K_LOW)
+    t.load_key(K_LOW)  # the adder moves to software at its consistency point
+    running = hold_in_the_middle(gate, lambda: encrypt(t))
     (math,) = [s for s in fw.services() if s.service_id == add.service_id]
     assert (math.tier, math.region) == ("software", None)
     assert add.add(2, 40) == 42  # served on, in software
-    with pytest.raises(SanityCheckError, match="tenant arbiter"):
+    with pytest.raises(SanityCheckError, match="held by tenant 't'"):
         fw.juggle(to_hardware=add.service_id)
-    assert encrypt(t) == tdes(K_LOW)
+    gate.release.set()
+    assert running.join() == tdes(K_LOW)
+    assert wait_until(lambda: region_holder(fw) == add.service_id)  # back once t is done
+    assert add.add(2, 40) == 42
 
 
 # -- programming models --------------------------------------------------------------------------

@@ -20,10 +20,13 @@ returned by the next call.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from juggle.core.actions import (
     Action,
+    Disconnect,
     Solution,
     SolutionKind,
     connect_actions,
@@ -37,8 +40,9 @@ from juggle.core.allocstats import (
     TenantStats,
     WaitingRequest,
 )
+from juggle.core.placement import JugglePlan, RegionView, ServiceView, plan_juggle
 from juggle.core.regionfsm import RegionMachine, RegionState
-from juggle.core.taskindex import TaskDescriptor, TaskIndex
+from juggle.core.taskindex import DeviceSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import (
     DeviceInterface,
     DeviceState,
@@ -53,6 +57,7 @@ from juggle.errors import (
     IllegalTransitionError,
     NoCompatibleRegionError,
     PriorityError,
+    SanityCheckError,
     TimeOrderError,
     UnknownDeviceError,
     UnknownRegionError,
@@ -62,7 +67,7 @@ from juggle.errors import (
 if TYPE_CHECKING:
     from juggle.fabric.profiles import BoardProfile
 
-__all__ = ["Allocator", "RegionSlot"]
+__all__ = ["Allocator", "JuggleTicket", "RegionSlot"]
 
 _IDLE = RegionState.IDLE
 _BUSY = RegionState.BUSY
@@ -120,6 +125,32 @@ class RegionSlot(RegionMachine):
         self.dev_ids: tuple[int, ...] = ()
 
 
+@dataclass(slots=True)
+class JuggleTicket:
+    """A juggle the allocator committed to (:meth:`Allocator.juggle`); the shell carries it
+    out and reports the outcome with :meth:`Allocator.juggled`.
+
+    ``plan`` is the planner's decision; ``actions`` must be carried out before the juggle's
+    own steps (an idle client moved off the entering region: its context saved, then it is
+    disconnected; hold expiries that were due).
+    """
+
+    plan: JugglePlan
+    tenant: str
+    entering: str | None
+    leaving: tuple[str, ...]
+    actions: tuple[Action, ...]
+    vd: VirtualDevice | None
+    slot: RegionSlot | None
+    legs: tuple[tuple[VirtualDevice, RegionSlot, int, bool], ...]
+    done: bool = False
+
+    @property
+    def region(self) -> str | None:
+        """The region the entering device goes to (None: nothing enters)."""
+        return self.plan.region
+
+
 class Allocator:
     """Arbitrates the regions of one fabric among tenants (see the module docstring).
 
@@ -175,6 +206,7 @@ class Allocator:
         self._reconfig_failures = 0
         self._expiries = 0
         self._withdrawn = 0
+        self._owners: dict[int, int | None] = dict.fromkeys(range(len(self._dev_names)))
 
     @classmethod
     def from_profile(
@@ -445,12 +477,24 @@ class Allocator:
         """
         vd = self._vdev(tenant, device)
         self._check_time(now)
+        self._check_releasable(vd, "release")
+        out = self._begin(now)
+        slot = self._let_go(vd, out)
+        if slot is not None:
+            self._serve_idle(slot, now, out)
+        return out
+
+    def _check_releasable(self, vd: VirtualDevice, call: str) -> None:
         slot = vd.region
         if vd.state is _PENDING or (
             vd.state is _CONNECTED and slot is not None and slot.state not in (_HOLD, _IDLE)
         ):
-            raise self._state_error(vd, "release")
-        out = self._begin(now)
+            raise self._state_error(vd, call)
+
+    def _let_go(self, vd: VirtualDevice, out: list[Action]) -> RegionSlot | None:
+        """Withdraw ``vd``'s waiting request, or save and disconnect it; returns the region
+        it left (Idle now), if any."""
+        slot = vd.region
         if vd.state is _WAITING:
             self._dequeue(vd)
             vd.state = _DISCONNECTED
@@ -460,8 +504,8 @@ class Allocator:
             self._disconnect(vd, slot)
             if slot.state is _HOLD:
                 slot.to(_IDLE)
-            self._serve_idle(slot, now, out)
-        return out
+            return slot
+        return None
 
     def advance(self, now: float) -> list[Action]:
         """Time has reached ``now``: expire holds that are due and serve the wait list.
@@ -484,6 +528,314 @@ class Allocator:
             return slot.hold_until
         self._next_expiry = _INF
         return None
+
+    # -- devices come and go (a service's module starts or stops) ------------------------
+
+    def add_device(
+        self, spec: DeviceSpec, tasks: Sequence[TaskDescriptor], *, owner: int | None = None
+    ) -> None:
+        """Index device ``spec`` with its seats ``tasks``; every tenant gets a virtual device of
+        it. ``owner`` is the service id juggles of it name (see :meth:`juggle`).
+
+        Raises :class:`~juggle.errors.TaskIndexError` (a name taken, a task of another device,
+        a region that is unknown or too small); nothing changes then.
+        """
+        index = self._index.with_device(spec, tasks)
+        dev_id = len(self._dev_names)
+        compat = tuple((self._slot_by_name[t.region], t) for t in index.compatible(spec.name))
+        self._index = index
+        self._dev_names = (*self._dev_names, spec.name)
+        self._dev_id[spec.name] = dev_id
+        self._compat = (*self._compat, compat)
+        self._queues = (
+            *self._queues,
+            tuple(deque[VirtualDevice]() for _ in range(self._levels)),
+        )
+        self._owners[dev_id] = owner
+        for slot, _ in compat:
+            slot.dev_ids = (*slot.dev_ids, dev_id)
+        for tenant in self._tenants.values():
+            tenant.devices[spec.name] = VirtualDevice(
+                tenant, spec.name, dev_id, compat, spec.context_bytes
+            )
+
+    def remove_device(self, device: str, now: float) -> list[Action]:
+        """Take ``device`` out of the index: waiting requests for it are withdrawn, connected
+        idle or held virtual devices saved and disconnected, regions holding its design count
+        as empty and go to waiting requests.
+
+        Raises :class:`~juggle.errors.UnknownDeviceError`,
+        :class:`~juggle.errors.TimeOrderError` and :class:`~juggle.errors.DeviceStateError`
+        (one of its virtual devices is running or being placed); nothing changes then.
+        """
+        dev_id = self._dev_id.get(device)
+        if dev_id is None:
+            raise self._unknown_device(device)
+        self._check_time(now)
+        vds = [t.devices[device] for t in self._tenants.values()]
+        for vd in vds:
+            self._check_releasable(vd, "remove_device")
+        out = self._begin(now)
+        freed = [slot for vd in vds if (slot := self._let_go(vd, out)) is not None]
+        self._index = self._index.without_device(device)
+        del self._dev_id[device]
+        compat = self._compat[dev_id]
+        self._compat = (*self._compat[:dev_id], (), *self._compat[dev_id + 1 :])
+        for slot, _ in compat:
+            slot.dev_ids = tuple(i for i in slot.dev_ids if i != dev_id)
+        for slot in self._slots:
+            if slot.design == dev_id:
+                slot.design = _NO_DESIGN
+        for tenant in self._tenants.values():
+            del tenant.devices[device]
+        for slot in freed:
+            if slot.state is _IDLE:
+                self._serve_idle(slot, now, out)
+        return out
+
+    # -- juggles: commands that place a tenant's device now or not at all ------------------
+
+    def juggle(
+        self,
+        entering: ServiceView | None,
+        leaving: Sequence[ServiceView],
+        now: float,
+        *,
+        tenant: str,
+        priority: int | None = None,
+        preemptible: bool = True,
+    ) -> JuggleTicket:
+        """The juggle primitive as a command: ``tenant``'s devices of the ``leaving`` services
+        leave their regions and the ``entering`` one's device gets a region now, or the
+        command is refused. :func:`~juggle.core.placement.plan_juggle` decides, on views of
+        this allocator's regions: an Idle region is free (an idle client is moved off it), a
+        region a leaving device frees is reclaimed, one in Error or held by another tenant is
+        not the juggle's. Views name devices by ``device``; their regions and tier come from
+        here. The entered region's client runs until it leaves (``priority`` defaults to the
+        tenant's; ``preemptible=False`` keeps requests of higher priority from stopping it).
+        Finish with :meth:`juggled`. Nothing changes when this raises.
+
+        Raises what :func:`~juggle.core.placement.plan_juggle` raises
+        (:class:`~juggle.errors.SanityCheckError`,
+        :class:`~juggle.errors.TierUnavailableError`),
+        :class:`~juggle.errors.UnknownTenantError`,
+        :class:`~juggle.errors.UnknownDeviceError`, :class:`~juggle.errors.PriorityError`
+        and :class:`~juggle.errors.TimeOrderError`.
+        """
+        t = self._tenants.get(tenant)
+        if t is None:
+            raise self._unknown_tenant(tenant)
+        if priority is None:
+            prio = t.priority
+        elif not 0 <= priority <= t.priority:
+            raise self._bad_priority(t, priority)
+        else:
+            prio = priority
+        self._check_time(now)
+        ent_vd: VirtualDevice | None = None
+        ent_view = entering
+        if entering is not None and entering.regions:
+            ent_vd = self._vdev(tenant, entering.device)
+            ent_view = self._seen(entering, ent_vd)
+        legs_in: list[tuple[ServiceView, VirtualDevice | None]] = []
+        for view in leaving:
+            vd = self._vdev(tenant, view.device) if view.regions else None
+            legs_in.append((self._seen(view, vd) if vd is not None else view, vd))
+        plan = plan_juggle(
+            ent_view,
+            [v for v, _ in legs_in],
+            {s.name: self._region_view(s, t) for s in self._slots},
+        )
+        out = self._begin(now)
+        legs = tuple(
+            (vd, vd.region, vd.region.occ_prio, vd.region.occ_rt)
+            for _, vd in legs_in
+            if vd is not None and vd.region is not None
+        )
+        slot = self._slot_by_name[plan.region] if plan.region is not None else None
+        if slot is not None:
+            assert ent_vd is not None
+            if ent_vd.state is _WAITING:  # a device waiting to come back enters now
+                self._dequeue(ent_vd)
+                ent_vd.state = _DISCONNECTED
+            self._seq += 1
+            ent_vd.seq = self._seq
+            ent_vd.priority = prio
+            ent_vd.pinned = not preemptible
+            ent_vd.requested_at = now
+            if plan.reclaimed:
+                leaver = slot.client
+                assert leaver is not None
+                slot.to(_PREEMPT)
+                slot.to(_SWITCH)
+                self._disconnect(leaver, slot)
+            elif slot.client is not None:
+                victim = slot.client
+                out.extend(evict_actions(victim, slot))
+                slot.to(_SWITCH)
+                self._disconnect(victim, slot)
+            slot.to(_RECONFIG)
+            slot.design = _NO_DESIGN
+            slot.incoming = ent_vd
+            ent_vd.state = _PENDING
+            ent_vd.region = slot
+        return JuggleTicket(
+            plan,
+            tenant,
+            entering.device if entering is not None else None,
+            tuple(v.device for v in leaving),
+            tuple(out),
+            ent_vd if slot is not None else None,
+            slot,
+            legs,
+        )
+
+    def juggled(
+        self, ticket: JuggleTicket, now: float, *, ok: bool, faulted: Collection[str] = ()
+    ) -> list[Action]:
+        """The shell carried ``ticket`` out (``ok``) or undid it. On success the leaving
+        devices are disconnected and their regions, now empty, go to waiting requests; the
+        entering device is connected and running. Undone, every device is where it was
+        before. Regions in ``faulted`` ended in Error (quarantined) either way.
+
+        Raises :class:`~juggle.errors.TimeOrderError` and
+        :class:`~juggle.errors.AllocatorError` (the ticket was finished already).
+        """
+        if ticket.done:
+            raise AllocatorError("this juggle was finished already", subject=ticket.plan)
+        self._check_time(now)
+        ticket.done = True
+        out = self._begin(now)
+        bad = set(faulted)
+        slot, vd = ticket.slot, ticket.vd
+        for leaver, lslot, _, _ in ticket.legs:
+            if lslot is slot:
+                continue
+            if ok or lslot.name in bad:
+                lslot.to(_IDLE if ok else _ERROR)
+                self._disconnect(leaver, lslot)
+                lslot.design = _NO_DESIGN
+                if lslot.name in bad and lslot.state is _IDLE:
+                    lslot.to(_ERROR)
+                elif lslot.state is _IDLE:
+                    self._serve_idle(lslot, now, out)
+        if slot is None or vd is None:
+            return out
+        slot.incoming = None
+        if slot.name in bad:
+            slot.to(_ERROR)
+            vd.state, vd.region = _DISCONNECTED, None
+            return out
+        if ok:
+            self._reconfigs += 1
+            self._pin(vd, slot, now, out)
+            out.extend(connect_actions(vd, slot))
+            if not slot.occ_rt:
+                self._serve_busy(slot, now, out)
+            return out
+        vd.state, vd.region = _DISCONNECTED, None
+        back = next(((lv, p, rt) for lv, ls, p, rt in ticket.legs if ls is slot), None)
+        if back is not None:  # the reclaimed region serves the leaving device again
+            leaver, prio, rt = back
+            self._pin(leaver, slot, now, out)
+            slot.occ_prio, slot.occ_rt = prio, rt
+        else:  # the region was emptied: Error (nothing usable loaded), then blank again
+            slot.to(_ERROR)
+            slot.to(_IDLE)
+            self._serve_idle(slot, now, out)
+        return out
+
+    def fault(self, region: str, now: float) -> list[Action]:
+        """The core in ``region`` was found faulty and quarantined: its client is disconnected
+        (its context is not saved: the core cannot be trusted) and the region enters Error
+        until :meth:`repair`.
+
+        Raises :class:`~juggle.errors.UnknownRegionError`,
+        :class:`~juggle.errors.TimeOrderError` and
+        :class:`~juggle.errors.IllegalTransitionError` (the region is not Busy, Idle or Hold).
+        """
+        slot = self._slot(region)
+        self._check_time(now)
+        if slot.state not in (_BUSY, _IDLE, _HOLD):
+            raise self._event_error(slot, "fault", _BUSY)
+        out = self._begin(now)
+        client = slot.client
+        if client is not None:
+            out.append(Disconnect(client.tenant.name, client.device, slot.name))
+            self._disconnect(client, slot)
+        slot.to(_ERROR)
+        slot.design = _NO_DESIGN
+        return out
+
+    def set_priority(
+        self, tenant: str, device: str, priority: int, now: float, *, preemptible: bool = True
+    ) -> list[Action]:
+        """Change the priority ``tenant``'s ``device`` holds its region or waits with (0 up to
+        the tenant's own). A running device that became preemptible by a waiting request is
+        preempted.
+
+        Raises :class:`~juggle.errors.UnknownTenantError`,
+        :class:`~juggle.errors.UnknownDeviceError`, :class:`~juggle.errors.PriorityError` and
+        :class:`~juggle.errors.TimeOrderError`.
+        """
+        vd = self._vdev(tenant, device)
+        if not 0 <= priority <= vd.tenant.priority:
+            raise self._bad_priority(vd.tenant, priority)
+        self._check_time(now)
+        out = self._begin(now)
+        vd.pinned = not preemptible
+        if vd.state is _WAITING and vd.priority != priority:
+            self._dequeue(vd)
+            vd.priority = priority
+            self._enqueue(vd)
+        vd.priority = priority
+        slot = vd.region
+        if vd.state is _CONNECTED and slot is not None and slot.client is vd:
+            slot.occ_prio = priority
+            slot.occ_rt = vd.tenant.realtime or vd.pinned
+            if slot.state is _BUSY and not slot.occ_rt:
+                self._serve_busy(slot, now, out)
+        return out
+
+    def _pin(self, vd: VirtualDevice, slot: RegionSlot, now: float, out: list[Action]) -> None:
+        """Connect ``vd`` to ``slot`` (Reconfig/Switch → Hold) and start it (→ Busy)."""
+        slot.to(_HOLD)
+        slot.design = vd.dev_id
+        self._connect(vd, slot, now)
+        slot.to(_BUSY)
+
+    def _seen(self, view: ServiceView, vd: VirtualDevice) -> ServiceView:
+        """``view`` with this allocator's truth: the regions it fits (smallest first) and the
+        one it is connected to."""
+        slot = vd.region if vd.state is _CONNECTED else None
+        if slot is not None and slot.state is not _BUSY:
+            slot = None  # being preempted or placed: not the juggle's to move now
+        if vd.state is _PENDING:
+            raise SanityCheckError(
+                f"{view.label}: device {vd.device!r} is being placed in region "
+                f"{vd.region.name if vd.region else '?'} already",
+                subject=view.service_id,
+            )
+        return replace(
+            view,
+            region=slot.name if slot is not None else None,
+            regions=tuple(s.name for s, _ in vd.compat),
+        )
+
+    def _region_view(self, slot: RegionSlot, tenant: Tenant) -> RegionView:
+        if slot.state is _ERROR:
+            return RegionView(slot.name, error=True)
+        if slot.state is _IDLE:
+            return RegionView(slot.name)
+        client = slot.client if slot.client is not None else slot.incoming
+        if client is not None and client.tenant is tenant and slot.state is _BUSY:
+            return RegionView(slot.name, service_id=self._owners.get(client.dev_id))
+        who = (
+            f"tenant {client.tenant.name!r} ({client.device}, {slot.state.value})"
+            if client is not None and client.tenant is not tenant
+            else f"a placement in progress ({slot.state.value})"
+        )
+        return RegionView(slot.name, claimed=True, holder=who)
 
     # -- snapshots -----------------------------------------------------------------------
 
@@ -681,7 +1033,7 @@ class Allocator:
     def _connect(self, vd: VirtualDevice, slot: RegionSlot, now: float) -> None:
         slot.client = vd
         slot.occ_prio = vd.priority
-        slot.occ_rt = vd.tenant.realtime
+        slot.occ_rt = vd.tenant.realtime or vd.pinned
         vd.state = _CONNECTED
         vd.region = slot
         until = now + self._hold_us
@@ -787,7 +1139,7 @@ class Allocator:
         return UnknownTenantError(f"unknown tenant {name!r} (tenants: {known})", subject=name)
 
     def _unknown_device(self, name: str) -> UnknownDeviceError:
-        known = ", ".join(self._dev_names) or "none"
+        known = ", ".join(self._dev_id) or "none"
         return UnknownDeviceError(f"unknown device {name!r} (devices: {known})", subject=name)
 
     def _bad_priority(self, t: Tenant, priority: int) -> PriorityError:

@@ -5,8 +5,9 @@ and answers with a :class:`JugglePlan` or an error; it changes nothing and touch
 The live runtime and the virtual-time simulations both ask it, so a juggle means the same in
 both: the entering service needs a hardware tier and a region its bitstreams target that is
 free (empty or holding nobody's design), or that a leaving service frees; a region in ERROR
-(quarantined) is never chosen; every leaving service must be in hardware; regions the tenant
-arbiter holds are not the juggle's to take.
+(quarantined) is never chosen; every leaving service must be in hardware; regions a tenant
+holds are not the juggle's to take. The allocator (:meth:`juggle.core.allocator.Allocator.
+juggle`) asks it with views of its own regions before it commits a juggle.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ class ServiceView:
 
     ``regions`` are the regions its hardware module has bitstreams for, in preference order
     (empty: no hardware tier); ``region`` is where it is now (None: not in the fabric);
-    ``arbitrated``: the tenant allocator places it, juggles do not.
+    ``arbitrated``: tenants' requests place it, juggles do not; ``device``: its name in the
+    allocator's task index.
     """
 
     service_id: int
@@ -34,17 +36,19 @@ class ServiceView:
     region: str | None
     regions: tuple[str, ...]
     arbitrated: bool = False
+    device: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class RegionView:
-    """A region as the planner sees it: the service using it, or the tenant arbiter's claim,
-    and whether it is quarantined (ERROR)."""
+    """A region as the planner sees it: the service using it, or a tenant's claim (``holder``
+    names it), and whether it is quarantined (ERROR)."""
 
     name: str
     service_id: int | None = None
     claimed: bool = False
     error: bool = False
+    holder: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +127,7 @@ def plan_juggle(
         elif view.error:
             holders.append(f"{name} is quarantined (ERROR; recover it first)")
         elif view.claimed:
-            holders.append(f"{name} is held by the tenant arbiter")
+            holders.append(f"{name} is held by {view.holder or 'a tenant'}")
         elif view.service_id is not None:
             holders.append(f"{name} is held by service {view.service_id}")
         else:

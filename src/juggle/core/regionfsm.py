@@ -10,6 +10,7 @@ only by preemption, and every other state blocks allocation until an event moves
     BUSY ──preempt──▶ PREEMPT ──consistency point──▶ SWITCH ──▶ HOLD | RECONFIG
     HOLD ──expire / release──▶ IDLE          IDLE ──start (connected client)──▶ BUSY
     RECONFIG ──pcap failed──▶ ERROR ──repair──▶ IDLE
+    BUSY | IDLE | HOLD ──fault (core quarantined)──▶ ERROR
 
 :data:`TRANSITIONS` is the whole table; anything not in it raises
 :class:`~juggle.errors.IllegalTransitionError` and leaves the state as it was.
@@ -57,6 +58,9 @@ _TABLE: dict[tuple[RegionState, RegionState], str] = {
     (_S.SWITCH, _S.RECONFIG): "reconfig: the new client needs another design",
     (_S.RECONFIG, _S.HOLD): "pcap over: the design is loaded, the client connected",
     (_S.RECONFIG, _S.ERROR): "pcap failed: the region holds no usable design",
+    (_S.BUSY, _S.ERROR): "fault: the running core hung, returned wrong data or its driver failed",
+    (_S.IDLE, _S.ERROR): "fault: the loaded core was found faulty between computations",
+    (_S.HOLD, _S.ERROR): "fault: the loaded core was found faulty before its client started",
     (_S.ERROR, _S.IDLE): "repair: the region was blanked and can be used again",
 }
 

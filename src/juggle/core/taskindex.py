@@ -147,6 +147,32 @@ class TaskIndex:
                 tasks.append(TaskDescriptor(dev.name, name, f"{dev.name}@{name}.bit", size, t_us))
         return cls(regions, devices, tasks)
 
+    def with_device(self, spec: DeviceSpec, tasks: Iterable[TaskDescriptor]) -> TaskIndex:
+        """A new index with ``spec`` and its ``tasks`` added (this one is unchanged).
+
+        Raises :class:`~juggle.errors.TaskIndexError` as the constructor does (a name taken,
+        a task of another device, a region too small).
+        """
+        tasks = tuple(tasks)
+        for task in tasks:
+            if task.device != spec.name:
+                raise TaskIndexError(
+                    f"task of device {task.device!r} given for device {spec.name!r}", subject=task
+                )
+        return TaskIndex(self._regions, (*self._devices, spec), (*self._seats.values(), *tasks))
+
+    def without_device(self, name: str) -> TaskIndex:
+        """A new index without device ``name`` and its tasks (this one is unchanged).
+
+        Raises :class:`~juggle.errors.UnknownDeviceError`.
+        """
+        self.device(name)
+        return TaskIndex(
+            self._regions,
+            tuple(d for d in self._devices if d.name != name),
+            (t for t in self._seats.values() if t.device != name),
+        )
+
     @property
     def regions(self) -> tuple[RegionSpec, ...]:
         """The regions, in declaration order."""

@@ -180,6 +180,7 @@ class VirtualDevice:
         "dev_id",
         "device",
         "interface",
+        "pinned",
         "priority",
         "region",
         "requested_at",
@@ -204,6 +205,7 @@ class VirtualDevice:
         self.state = DeviceState.DISCONNECTED
         self.region: RegionSlot | None = None
         self.priority = tenant.priority
+        self.pinned = False  # holds its region against any priority (a juggle's placement)
         self.seq = 0
         self.requested_at = 0.0
 

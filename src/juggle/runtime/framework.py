@@ -27,6 +27,7 @@ from juggle.core.controllers.base import (
     ServiceStats,
     StatsSnapshot,
 )
+from juggle.core.placement import JugglePlan
 from juggle.errors import (
     ControllerError,
     DescriptorError,
@@ -40,7 +41,6 @@ from juggle.errors import (
     UnknownInterfaceError,
     UnknownModuleError,
     UnknownServiceError,
-    UnknownTenantError,
 )
 from juggle.fabric.bitstream import Bitstream, parse_bitstream
 from juggle.fabric.fabric import Fabric, open_fabric
@@ -48,7 +48,7 @@ from juggle.fabric.resources import Resources
 from juggle.runtime.descriptors import Descriptor, ServiceSpec
 from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, HardwareCore
 from juggle.runtime.interfaces import InterfaceCatalog, interface_methods, short_name
-from juggle.runtime.juggler import Juggler
+from juggle.runtime.juggler import Juggler, JuggleStep
 from juggle.runtime.modules import CodeNamespace, Module, ModuleSource, ModuleState
 from juggle.runtime.proxy import TIERS, ServiceProxy, binding_of
 from juggle.runtime.registry import Registry
@@ -196,7 +196,7 @@ class Framework:
         self._loop: threading.Thread | None = None
         self._loop_stop = threading.Event()
         self._closed = False
-        self._tenancy: TenantArbiter | None = None
+        self._tenancy = TenantArbiter(self)  # the one allocator: juggles and tenants
         self._juggler = Juggler(self)
         self.faults: list[str] = []
         self._fault_lock = threading.Lock()
@@ -353,10 +353,9 @@ class Framework:
                 )
                 self._register(managed, ranking=spec.ranking, module_id=module.module_id)
                 module.service_ids.append(managed.service_id)
-                if managed.home_tier == "hardware":
-                    tenancy = self._tenancy  # tenancy hook: the allocator places it on demand
-                    if tenancy is None or not tenancy.adopt(managed):
-                        self.juggle(to_hardware=managed.service_id)
+                arbitrated = self._tenancy.add_service(managed)
+                if managed.home_tier == "hardware" and not arbitrated:
+                    self.juggle(to_hardware=managed.service_id)
         except BaseException:
             self._unregister_module_services(module)
             module.state = ModuleState.INSTALLED
@@ -386,8 +385,7 @@ class Framework:
                     self.juggle(to_hardware=None, to_software=[service_id])
             if managed.registration is not None and managed.registration.registered:
                 managed.registration.unregister()
-            if self._tenancy is not None:  # tenancy hook: its virtual devices end
-                self._tenancy.forget(service_id)
+            self._tenancy.forget(service_id)  # its device leaves the allocator
             with self._lock:
                 self._managed.pop(service_id, None)
         module.service_ids.clear()
@@ -652,8 +650,14 @@ class Framework:
             t0 = time.perf_counter()
             entering = self._managed_of(to_hardware) if to_hardware is not None else None
             leaving = [self._managed_of(i) for i in leaving_ids]
-            plan = self._juggler.plan(entering, leaving)
-            done = self._juggler.run(plan, entering if plan.region else None, leaving)
+            ticket = self._juggler.plan(entering, leaving)
+            plan = ticket.plan
+            try:
+                done = self._juggler.run(plan, entering if plan.region else None, leaving)
+            except BaseException:
+                self._tenancy.end_juggle(ticket, ok=False)
+                raise
+            self._tenancy.end_juggle(ticket, ok=True)
             overhead = time.perf_counter() - t0 - done.waited_s
             report = JuggleReport(
                 to_hardware=to_hardware,
@@ -715,6 +719,7 @@ class Framework:
                 m.quarantined = region
             with contextlib.suppress(FabricError):
                 self.fabric.quarantine(region, f"service {m.service_id}: {reason}")
+            self._tenancy.fault(region)
 
     def recover(self, region: str) -> JuggleReport | None:
         """Clear quarantined ``region`` (empty it) and put back the service that failed there,
@@ -737,9 +742,66 @@ class Framework:
                     m.devices.clear()
                 m.quarantined = None
             self.fabric.unload(region)
+            self._tenancy.repair(region)
             if not waiting:
                 return None
             return self.juggle(to_hardware=waiting[0].service_id)
+
+    def _preempt_to_software(self, service_id: int) -> bool:
+        """A tenant of higher priority needs the region of juggle-placed ``service_id``: its
+        proxies move to software (running calls finish in hardware) and the region is
+        emptied, as a juggle out would (undone on failure). False: not drained yet."""
+        with self._juggle_lock:
+            m = self._managed.get(service_id)
+            if m is None or m.region is None or self._closed:
+                return True  # it left the region meanwhile (stopped, faulted)
+            t0 = time.perf_counter()
+            try:
+                done = self._juggler.run(JugglePlan(None, (service_id,), None, False), None, [m])
+            except JuggleError as exc:
+                log.warning("service %s: preemption deferred: %s", m.label, exc)
+                return False
+            self._note_move(None, (service_id,), None, done, t0, "preempted by a tenant", m)
+            return True
+
+    def _return_to_hardware(self, service_id: int, region: str) -> bool:
+        """The allocator gave preempted ``service_id`` ``region`` again: program it and switch
+        the proxies back (undone on failure). False when that failed."""
+        with self._juggle_lock:
+            m = self._managed.get(service_id)
+            if m is None or self._closed or m.tier == "hardware":
+                return False
+            t0 = time.perf_counter()
+            try:
+                done = self._juggler.run(JugglePlan(service_id, (), region, False), m, [])
+            except JuggleError as exc:
+                log.warning("service %s: could not return to %s: %s", m.label, region, exc)
+                return False
+            self._note_move(service_id, (), region, done, t0, "back after a preemption", m)
+            return True
+
+    def _note_move(
+        self,
+        entering: int | None,
+        leaving: tuple[int, ...],
+        region: str | None,
+        done: JuggleStep,
+        t0: float,
+        why: str,
+        m: ManagedService,
+    ) -> None:
+        self.juggles.append(
+            JuggleReport(
+                to_hardware=entering,
+                to_software=leaving,
+                region=region,
+                steps=(why, *done.steps),
+                reconfiguration_ms=done.reconfiguration_ms,
+                bridge_ms=done.bridge_ms,
+                overhead_us=(time.perf_counter() - t0 - done.waited_s) * 1e6,
+                tiers={m.service_id: m.tier},
+            )
+        )
 
     def set_tier(self, service_id: int, tier: str) -> JuggleReport:
         """Serve ``service_id`` from ``tier`` (``software``, ``native`` or ``hardware``).
@@ -806,23 +868,17 @@ class Framework:
         :class:`~juggle.errors.ProgrammingModelError`,
         :class:`~juggle.errors.DuplicateTenantError`.
         """
-        with self._lock:
-            tenancy = self._tenancy if self._tenancy is not None else TenantArbiter(self)
-            snapshot = tenancy.add_tenant(name, priority=priority, realtime=realtime, model=model)
-            self._tenancy = tenancy
-            return snapshot
+        return self._tenancy.add_tenant(name, priority=priority, realtime=realtime, model=model)
 
     def tenants(self) -> tuple[TenantSnapshot, ...]:
         """Snapshots of the tenants (priority, model, each virtual device's state and region)."""
-        return () if self._tenancy is None else self._tenancy.tenants()
+        return self._tenancy.tenants()
 
     def signals(self, tenant: str) -> SignalChannel:
         """``tenant``'s channel of WAIT / READY / PREEMPT signals.
 
         Raises :class:`~juggle.errors.UnknownTenantError`.
         """
-        if self._tenancy is None:
-            raise UnknownTenantError(f"unknown tenant {tenant!r} (tenants: none)", subject=tenant)
         return self._tenancy.signals(tenant)
 
     # -- controllers -------------------------------------------------------------------------
@@ -934,8 +990,7 @@ class Framework:
         if self._closed:
             return
         self.stop_control_loop()
-        if self._tenancy is not None:  # tenancy hook: waiting tenant calls end
-            self._tenancy.close()
+        self._tenancy.close()  # waiting tenant calls end
         for module in list(self._modules.values()):
             if module.state is ModuleState.ACTIVE:
                 module.stop()

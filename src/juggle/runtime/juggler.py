@@ -1,11 +1,12 @@
 """Carrying out a juggle: every step paired with its undo, so a juggle never wedges.
 
-The decision (which region, may it at all) is the core's (:func:`juggle.core.placement.
-plan_juggle`); this module executes it against the fabric and the proxies, like
-``fpga_region_program_fpga``: each step that succeeded pushes its undo, and any failure runs
-the undos in reverse. Afterwards every service serves from the tier it was on before, every
-region holds the design of the service that serves from it or is empty or ERROR, and the next
-juggle works.
+The decision (which region, may it at all) is the allocator's
+(:meth:`juggle.core.allocator.Allocator.juggle`, which asks
+:func:`juggle.core.placement.plan_juggle`); this module executes it against the fabric and the
+proxies, like ``fpga_region_program_fpga``: each step that succeeded pushes its undo, and any
+failure runs the undos in reverse. Afterwards every service serves from the tier it was on
+before, every region holds the design of the service that serves from it or is empty or ERROR,
+and the next juggle works.
 
 Steps for a service leaving the fabric: its proxies switch to its software tier (state carried),
 the old hardware slots drain, the region is unloaded (unless the entering service reuses it).
@@ -23,7 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from juggle.core.placement import JugglePlan, RegionView, ServiceView, plan_juggle
+from juggle.core.allocator import JuggleTicket
+from juggle.core.placement import JugglePlan
 from juggle.errors import FabricError, HardwareFaultError, JuggleError
 from juggle.runtime.hardware import HardwareCore
 from juggle.runtime.proxy import binding_of
@@ -75,42 +77,23 @@ class Juggler:
 
     # -- planning ----------------------------------------------------------------------------
 
-    def view(self, m: ManagedService) -> ServiceView:
-        """How the planner sees ``m``."""
-        tenancy = self.fw._tenancy
-        return ServiceView(
-            service_id=m.service_id,
-            label=m.interface_name,
-            tier=m.tier,
-            region=m.region,
-            regions=tuple(m.hardware.bitstreams) if m.hardware else (),
-            arbitrated=tenancy is not None and tenancy.arbitrates(m.service_id),
-        )
-
-    def regions(self) -> dict[str, RegionView]:
-        """How the planner sees the fabric's regions."""
-        held = {m.region: m.service_id for m in self.fw._services_now() if m.region}
-        tenancy = self.fw._tenancy
-        claimed = set(tenancy.held_regions()) if tenancy is not None else set()
-        return {
-            r.name: RegionView(r.name, held.get(r.name), r.name in claimed, r.state == "ERROR")
-            for r in self.fw.fabric.regions()
-        }
-
     def plan(
         self, entering: ManagedService | None, leaving: Sequence[ManagedService]
-    ) -> JugglePlan:
-        """The core's plan, with the fabric's own check of the chosen bitstream."""
-        plan = plan_juggle(
-            self.view(entering) if entering is not None else None,
-            [self.view(m) for m in leaving],
-            self.regions(),
-        )
-        if entering is not None and plan.region is not None:
+    ) -> JuggleTicket:
+        """The allocator's decision (committed there; finish it with the arbiter's
+        ``end_juggle``), with the fabric's own check of the chosen bitstream."""
+        tenancy = self.fw._tenancy
+        ticket = tenancy.begin_juggle(entering, leaving)
+        region = ticket.plan.region
+        if entering is not None and region is not None:
             assert entering.hardware is not None
-            bitstream, _ = entering.hardware.bitstreams[plan.region]
-            self.fw.fabric.check(bitstream, plan.region, entering.hardware.resources)
-        return plan
+            bitstream, _ = entering.hardware.bitstreams[region]
+            try:
+                self.fw.fabric.check(bitstream, region, entering.hardware.resources)
+            except BaseException:
+                tenancy.end_juggle(ticket, ok=False)
+                raise
+        return ticket
 
     # -- executing ---------------------------------------------------------------------------
 

@@ -155,8 +155,8 @@ class ManagedService:
         """A new implementation at ``tier`` for ``consumer`` (on the hardware tier: the
         consumer's virtual device, whose state is ``record``, by default its proxy's)."""
         if tier == "hardware":
-            tenancy = self.framework._tenancy  # tenancy hook: a tenant's own virtual device
-            if tenancy is not None and tenancy.arbitrates(self.service_id):
+            tenancy = self.framework._tenancy  # a tenant's own virtual device
+            if tenancy.arbitrates(self.service_id):
                 return tenancy.virtual_device(self, consumer)
             return self.device(consumer, record)
         if self.instance is not None:
@@ -171,8 +171,9 @@ class ManagedService:
         """What a new proxy of ``consumer`` is built with: the current implementation (a
         tenant's own virtual device where the tenant arbiter places the service)."""
         tenancy = self.framework._tenancy
-        if tenancy is not None and self.tier == "hardware" and tenancy.arbitrates(self.service_id):
+        if self.tier == "hardware" and tenancy.arbitrates(self.service_id):
             return tenancy.virtual_device(self, consumer)
+        tenancy.note_consumer(self, consumer)  # a tenant's priority holds the region
         if not self.per_consumer and self.current is not None:
             return self.current
         impl = self.new_impl(self.tier, consumer)

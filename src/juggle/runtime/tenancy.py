@@ -24,21 +24,25 @@ driver has no such routines, the tenant's last state-setting calls (``load_key``
 onto it before its next call. Allocator actions are carried out by
 :func:`juggle.core.execute.execute`: the arbiter implements its operations.
 
-Which services are arbitrated: a hardware-only service started after the framework got its
-first tenant. The framework no longer places such a service itself; the allocator places it on
-demand, and only tenants may use it. The task index has one device per arbitrated service
-(named after its bitstreams' design), compatible with the regions its bitstreams target, with
-the reconfiguration time of the fabric's modeled configuration port; a profile's
-``[[devices]]`` of the same name lend their frame and preemption times, and the others are
-indexed as the profile lists them. The index is rebuilt (contexts carried over, waiting
-requests asked again in order) when a new arbitrated service starts. A region the arbiter has
-programmed stays its own: juggles refuse it; a service the framework had placed in a region
-the allocator needs is juggled back to software first.
+One allocator places every service. Each service with a hardware tier is a device of its task
+index from the moment its module starts (named after its bitstreams' design; the profile's
+``[[devices]]`` of that name lend frame, preemption and context sizes) and leaves it when the
+module stops. Juggles are commands to the same allocator for the framework's own tenant
+(``SYSTEM_TENANT``; :meth:`begin_juggle` / :meth:`end_juggle` around the juggler's steps), so
+they see tenants' regions and tenants see theirs. A juggle-placed service holds its region with
+the highest priority of the tenants among its consumers (below every tenant when none uses it);
+a tenant of higher priority preempts it: at its consistency point the manager thread moves its
+proxies to software (calls keep being answered, Ker-ONE 4.5), its tenant consumers hear
+PREEMPT, and when the allocator gives it a region again it is programmed back and they hear
+READY. A hardware-only service, or one a real-time tenant uses, is never preempted. A
+hardware-only service started while tenants are registered is *arbitrated*: tenants' requests
+place it on demand and only tenants may use it.
 
 Locking: one lock guards the allocator and every seat; the allocator's actions run under it
-except reconfiguration (the configuration port), which a manager thread carries out, and
-listener callbacks, which run after the lock is released, in emission order. The manager also
-expires holds at :meth:`Allocator.next_deadline`.
+except reconfiguration (the configuration port) and moves of juggle-placed services, which a
+manager thread carries out (taking the framework's juggle lock first, never while holding this
+one), and listener callbacks, which run after the lock is released, in emission order. The
+manager also expires holds at :meth:`Allocator.next_deadline`.
 """
 
 from __future__ import annotations
@@ -47,8 +51,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from juggle.core.actions import (
@@ -62,15 +66,16 @@ from juggle.core.actions import (
     Solution,
     StopAtConsistencyPoint,
 )
-from juggle.core.allocator import Allocator
+from juggle.core.allocator import Allocator, JuggleTicket
 from juggle.core.execute import execute
+from juggle.core.placement import ServiceView
+from juggle.core.regionfsm import RegionState
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import DeviceState, ProgrammingModel, SignalKind
 from juggle.errors import (
     AllocatorError,
     DeviceStateError,
     DeviceWaitTimeoutError,
-    DrainTimeoutError,
     InvalidConsumerError,
     JuggleError,
     NotATenantError,
@@ -90,7 +95,6 @@ from juggle.runtime.tenants import (
     TenantSignal,
     TenantSnapshot,
     VirtualDevice,
-    frozen,
     parse_model,
     virtual_device_class,
 )
@@ -115,8 +119,15 @@ __all__ = [
 
 log = logging.getLogger("juggle.tenancy")
 
-#: Priorities of live tenants: general-purpose 0..2, real-time 3.
+#: Priorities of live tenants: general-purpose 0..2, real-time 3. In the allocator they are
+#: one higher: its priority 0 is the framework's own (services placed by juggles that no
+#: tenant uses), below every tenant.
 LIVE_PRIORITY_LEVELS = 4
+#: The framework's own tenant: juggles place services for it.
+SYSTEM_TENANT = "<juggle>"
+#: The highest priority a juggle-placed service holds its region with (a general-purpose
+#: tenant's highest, shifted).
+SYSTEM_PRIORITY = LIVE_PRIORITY_LEVELS - 1
 #: How long a region stays reserved for a tenant that was told READY (100 ms of wall clock:
 #: long against a thread's wake-up, short against a human).
 DEFAULT_HOLD_US = 100_000.0
@@ -155,7 +166,11 @@ class _Service:
     resources: Resources | None
     context_bytes: int
     stateful: frozenset[str]
+    managed: ManagedService
+    arbitrated: bool = False
     gone: bool = False
+    preempted: bool = False
+    consumers: set[str] = field(default_factory=set)
 
 
 # -- the arbiter ---------------------------------------------------------------------------------
@@ -191,18 +206,13 @@ class TenantArbiter:
         self._seats: dict[tuple[str, str], Seat] = {}
         self._devices: dict[tuple[str, int], VirtualDevice] = {}
         self._classes: dict[type, type[VirtualDevice]] = {}
-        self._excluded = frozenset(
-            s.region for s in framework.services() if s.region and s.tiers == ("hardware",)
-        )
-        self._claimed: dict[str, str | None] = {}
-        self._jobs: deque[tuple[Allocator, Reconfigure]] = deque()
+        self._jobs: deque[tuple[str, str, str]] = deque()
         self._programming = 0
         self._manager: threading.Thread | None = None
         self._version = 0
         self._seq = 0
         self._closed = False
-        self._rebuilding = False
-        self._counters = {"rebuilds": 0, "programs": 0, "adopted": 0, "failures": 0, "faults": 0}
+        self._counters = {"programs": 0, "failures": 0, "faults": 0}
         self._alloc = self._new_allocator()
 
     # -- tenants -------------------------------------------------------------------------------
@@ -229,14 +239,35 @@ class TenantArbiter:
                 f'tenant "name" must be a non-empty string; got {name!r}', subject=name
             )
         kind = parse_model(model)
+        if name == SYSTEM_TENANT:
+            raise InvalidConsumerError(
+                f"tenant name {name!r} is reserved for the framework's own placements",
+                subject=name,
+            )
         if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
             raise PriorityError(f'"priority" must be an int; got {priority!r}', subject=priority)
+        top = LIVE_PRIORITY_LEVELS - 1
+        if priority is not None and not realtime and not 0 <= priority < top:
+            raise PriorityError(
+                f'"priority" of general-purpose tenant {name!r} must be in 0..{top - 1}; got '
+                f"{priority}",
+                subject=priority,
+            )
+        if priority is not None and realtime and priority != top:
+            raise PriorityError(
+                f'"priority" of real-time tenant {name!r} must be {top}; got {priority}',
+                subject=priority,
+            )
         with self._cond:
             self._check_open()
-            tenant = self._alloc.add_tenant(
-                name, realtime=bool(realtime), priority=priority, model=kind
+            self._alloc.add_tenant(
+                name,
+                realtime=bool(realtime),
+                priority=None if realtime else (priority or 0) + 1,
+                model=kind,
             )
-            record = _Tenant(name, tenant.priority, bool(realtime), kind, SignalChannel(name))
+            public = top if realtime else (priority or 0)
+            record = _Tenant(name, public, bool(realtime), kind, SignalChannel(name))
             self._tenants[name] = record
             return self._tenant_snapshot(record)
 
@@ -258,26 +289,29 @@ class TenantArbiter:
     # -- services (framework hooks) -----------------------------------------------------------
 
     def arbitrates(self, service_id: int) -> bool:
-        """Whether the allocator places ``service_id`` (an arbitrated service still running)."""
+        """Whether tenants' requests place ``service_id`` (hardware-only, started while tenants
+        were registered, still running); juggles do not."""
         with self._cond:
             svc = self._services.get(service_id)
-            return svc is not None and not svc.gone
+            return svc is not None and svc.arbitrated and not svc.gone
 
-    def adopt(self, managed: ManagedService) -> bool:
-        """Take a freshly started service if it is hardware-only: index it as a device and
-        return True (the framework then does not place it); False leaves it to the framework.
+    def add_service(self, managed: ManagedService) -> bool:
+        """Index a freshly started service with a hardware tier as a device of the allocator
+        (named after its bitstreams' design); returns whether it is arbitrated: hardware-only
+        and started while tenants are registered, so tenants' requests place it on demand
+        and only tenants may use it. Any other is placed by juggles (the framework's own
+        tenant), which this allocator decides as well.
 
-        Raises :class:`~juggle.errors.DrainTimeoutError` if running calls keep the index from
-        being rebuilt within the wait bound (the service is then not taken), and
-        :class:`~juggle.errors.TaskIndexError` for a device the fabric cannot index.
+        Raises :class:`~juggle.errors.TaskIndexError` for a device the fabric cannot index
+        and :class:`~juggle.errors.TenancyClosedError`; nothing changes then.
         """
         hw = managed.hardware
-        if hw is None or managed.home_tier != "hardware" or not hw.bitstreams:
+        if hw is None or not hw.bitstreams:
             return False
         design = next(iter(hw.bitstreams.values()))[0].design
         with self._cond:
             self._check_open()
-            taken = {s.device for s in self._services.values()}
+            taken = {s.device for s in self._services.values() if not s.gone}
             device = design if design not in taken else f"{design}-{managed.service_id}"
             svc = _Service(
                 managed.service_id,
@@ -288,31 +322,31 @@ class TenantArbiter:
                 hw.resources,
                 DEFAULT_CONTEXT_BYTES,
                 frozenset(m.name for m in interface_methods(managed.interface) if m.state_setting),
+                managed,
+                arbitrated=managed.home_tier == "hardware" and len(self._tenants) > 0,
             )
+            spec, tasks = self._device_of(svc)
+            self._alloc.add_device(spec, tasks, owner=svc.service_id)
             self._services[svc.service_id] = svc
             self._by_device[device] = svc
-            try:
-                self._rebuild()
-            except BaseException:
-                del self._services[svc.service_id]
-                del self._by_device[device]
-                raise
-        self._flush()
-        return True
+            return svc.arbitrated
 
     def forget(self, service_id: int) -> None:
-        """The service stopped: later calls of its virtual devices raise
-        :class:`~juggle.errors.ServiceUnavailableError`; waiting requests are withdrawn."""
+        """The service stopped (the framework took it out of the fabric first): later calls
+        of its virtual devices raise :class:`~juggle.errors.ServiceUnavailableError`, waiting
+        requests are withdrawn and its device leaves the index."""
         with self._cond:
             svc = self._services.get(service_id)
             if svc is None or svc.gone:
                 return
             svc.gone = True
             if not self._closed:
-                for name in self._tenants:
-                    if self._alloc.device_state(name, svc.device) is _WAITING:
-                        self._alloc.release(name, svc.device, self._now())
+                try:
+                    self._execute(self._alloc.remove_device(svc.device, self._now()))
+                except AllocatorError as exc:  # a call still runs: its region stays booked
+                    log.warning("tenancy: device %s stays indexed: %s", svc.device, exc)
             self._bump()
+        self._flush()
 
     def virtual_device(self, managed: ManagedService, consumer: str) -> VirtualDevice:
         """The virtual device of tenant ``consumer`` for arbitrated service ``managed``.
@@ -339,12 +373,6 @@ class TenantArbiter:
                 self._devices[(consumer, sid)] = device
             return device
 
-    def held_regions(self) -> tuple[str, ...]:
-        """Regions the arbiter programmed or is programming (the framework must not juggle
-        into them)."""
-        with self._cond:
-            return tuple(self._claimed)
-
     # -- a call --------------------------------------------------------------------------------
 
     def run_call(
@@ -363,17 +391,13 @@ class TenantArbiter:
             self._enter(seat, svc)
             try:
                 if seat.needs_replay:  # the core kept no context: set our state again
-                    for method, (a, kw) in tuple(seat.replay.items()):
-                        getattr(seat.driver, method)(*a, **kw)
+                    seat.record.replay(seat.driver)
                     seat.needs_replay = False
                 result = getattr(seat.driver, name)(*args, **kwargs)
             finally:
                 self._leave(seat)
             if name in svc.stateful:
-                seat.replay[name] = (
-                    tuple(frozen(a) for a in args),
-                    {k: frozen(v) for k, v in kwargs.items()},
-                )
+                seat.record.record(name, args, kwargs)
             return result
 
     def _enter(self, seat: Seat, svc: _Service) -> None:
@@ -411,8 +435,6 @@ class TenantArbiter:
     def _try_start(self, seat: Seat) -> str:
         """Under the lock: start if connected, request if disconnected; else the verdict."""
         self._check_open()
-        if self._rebuilding:
-            return _BLOCK
         alloc, t, d = self._alloc, seat.tenant, seat.device
         for _ in range(3):
             state = alloc.device_state(t, d)
@@ -450,94 +472,98 @@ class TenantArbiter:
     # -- carrying out actions (under the lock) --------------------------------------------------
 
     def _execute(self, actions: Iterable[Action]) -> None:
-        """Carry out ``actions`` in order. A Reconfigure of a region that still holds the
-        design (the arbiter loaded it, e.g. before an index rebuild) completes at once, after
-        the list; any other goes to the manager thread, which also expires holds (it runs
-        while there is a job or a hold)."""
-        loaded: list[Reconfigure] = []
+        """Carry out ``actions`` in order; reconfigurations and co-module moves go to the
+        manager thread, which also expires holds (it runs while there is a job or a hold)."""
         for action in actions:
             try:
-                if isinstance(action, Reconfigure) and self._still_loaded(action):
-                    loaded.append(action)
-                else:
-                    execute(self, (action,))
+                execute(self, (action,))
             except JuggleError as exc:
                 self._counters["faults"] += 1
                 log.error("tenancy: %r failed: %s", action, exc)
-        for action in loaded:
-            self._counters["adopted"] += 1
-            self._execute(self._alloc.reconfigured(action.region, self._now(), ok=True))
         if self._jobs or self._alloc.next_deadline() is not None:
             self._start_manager()
         self._bump()
 
-    def _still_loaded(self, action: Reconfigure) -> bool:
-        """Whether ``action.region`` holds the design of ``action.device``, loaded by us."""
-        svc = self._by_device.get(action.device)
-        if svc is None or action.region not in svc.bitstreams:
-            return False
-        design = svc.bitstreams[action.region][0].design
-        snap = self._fw.fabric.region(action.region).snapshot()
-        return (snap.owner, snap.design, snap.state) == (OWNER, design, "PROGRAMMED")
-
-    # the operations of juggle.core.execute.Operations: what each allocator action does here
+    # the operations of juggle.core.execute.Operations: what each allocator action does here.
+    # Actions about the framework's own tenant (juggle-placed services) move proxies instead
+    # of tenant drivers: the juggler carries their state.
 
     def reconfigure(self, action: Reconfigure) -> None:
         """Queue the region's programming for the manager thread (the configuration port)."""
-        self._claimed[action.region] = None
         self._programming += 1
-        self._jobs.append((self._alloc, action))
+        self._jobs.append(("program", action.region, action.device))
 
     def connect(self, action: Connect) -> None:
         """Attach the tenant's driver to the region and give the core its context."""
-        self._connect(action)
+        if action.tenant != SYSTEM_TENANT:
+            self._connect(action)
 
     def disconnect(self, action: Disconnect) -> None:
         """Detach the tenant's driver: its accesses raise until it is connected again."""
+        if action.tenant == SYSTEM_TENANT:
+            return
         seat = self._seat(action.tenant, action.device)
         seat.window.detach()
         seat.region = None
 
     def save_context(self, action: SaveContext) -> None:
         """The driver's own save routine fills the tenant's context buffer."""
-        seat = self._seat(action.tenant, action.device)
-        action.interface.save(self._save_core(seat))
+        if action.tenant != SYSTEM_TENANT:
+            seat = self._seat(action.tenant, action.device)
+            action.interface.save(self._save_core(seat))
 
     def restore_context(self, action: RestoreContext) -> None:
         """Note the context to restore: the driver restores it once connected (Connect
         follows), since its registers are reachable only then."""
-        seat = self._seat(action.tenant, action.device)
-        seat.pending_context = action.interface.load()
+        if action.tenant != SYSTEM_TENANT:
+            seat = self._seat(action.tenant, action.device)
+            seat.pending_context = action.interface.load()
 
     def stop_at_consistency_point(self, action: StopAtConsistencyPoint) -> None:
-        """Nothing to interrupt: a call is the unit of work, so its end is the point."""
-        log.debug("%s/%s stops at its call's end", action.tenant, action.device)
+        """A tenant's call is the unit of work, so its end is the point: nothing to do. A
+        juggle-placed service is moved to its software tier by the manager thread (running
+        calls finish in hardware, new ones go to software), which then reports the stop."""
+        if action.tenant == SYSTEM_TENANT:
+            self._jobs.append(("stop", action.region, action.device))
+        else:
+            log.debug("%s/%s stops at its call's end", action.tenant, action.device)
 
     def solution(self, action: Solution) -> None:
         """A later solution is announced; its own actions follow in the list."""
 
     def signal(self, action: Signal) -> None:
-        """Tell the tenant WAIT, READY or PREEMPT on its channel."""
-        self._signal(action)
-
-    def _signal(self, action: Signal) -> None:
-        tenant = self._tenants[action.tenant]
+        """Tell the tenant WAIT, READY or PREEMPT on its channel. For a juggle-placed
+        service, the tenants among its consumers hear PREEMPT, and READY once it is back."""
+        if action.tenant != SYSTEM_TENANT:
+            seat = self._seat(action.tenant, action.device)
+            if action.signal is SignalKind.WAIT:
+                seat.waits += 1
+            elif action.signal is SignalKind.PREEMPT:
+                seat.preemptions += 1
+            self._tell(action.tenant, action.device, action.signal)
+            return
         svc = self._by_device.get(action.device)
+        if svc is None:
+            return
+        if action.signal is SignalKind.PREEMPT:
+            svc.preempted = True
+        elif action.signal is SignalKind.READY and svc.preempted:
+            svc.preempted = False
+        else:
+            return
+        for name in sorted(svc.consumers):
+            self._tell(name, action.device, action.signal)
+
+    def _tell(self, tenant: str, device: str, kind: SignalKind) -> None:
+        record = self._tenants.get(tenant)
+        if record is None:
+            return
+        svc = self._by_device.get(device)
         self._seq += 1
         signal = TenantSignal(
-            action.tenant,
-            action.device,
-            svc.service_id if svc else None,
-            action.signal.value,
-            self._now(),
-            self._seq,
+            tenant, device, svc.service_id if svc else None, kind.value, self._now(), self._seq
         )
-        seat = self._seat(action.tenant, action.device)
-        if action.signal is SignalKind.WAIT:
-            seat.waits += 1
-        elif action.signal is SignalKind.PREEMPT:
-            seat.preemptions += 1
-        for callback in tenant.channel.push(signal):
+        for callback in record.channel.push(signal):
             self._outbox.append((callback, signal))
 
     @staticmethod
@@ -561,11 +587,114 @@ class TenantArbiter:
             return
         if seat.driver is not None and has_core_context(seat.driver):
             seat.driver.restore_context(data)  # type: ignore[attr-defined]
-            seat.needs_replay = not data and bool(seat.replay)  # empty: a reset core
+            seat.needs_replay = not data and bool(seat.record.calls)  # empty: a reset core
         else:  # a driver without context routines: its calls are replayed
-            seat.needs_replay = bool(seat.replay)
+            seat.needs_replay = bool(seat.record.calls)
 
-    # -- the manager thread: configuration port and hold timer ---------------------------------
+    # -- juggles: the framework's own tenant -----------------------------------------------------
+
+    def begin_juggle(
+        self, entering: ManagedService | None, leaving: Sequence[ManagedService]
+    ) -> JuggleTicket:
+        """Ask the allocator for a juggle (see :meth:`Allocator.juggle`); the framework
+        carries it out and reports with :meth:`end_juggle`. Nothing changes when this raises:
+        :class:`~juggle.errors.SanityCheckError`, :class:`~juggle.errors.TierUnavailableError`
+        or :class:`~juggle.errors.TenancyClosedError`."""
+        with self._cond:
+            self._check_open()
+            ent = self._view(entering) if entering is not None else None
+            prio, preemptible = (
+                self._standing(self._services[entering.service_id])
+                if entering is not None and entering.service_id in self._services
+                else (0, True)
+            )
+            ticket = self._alloc.juggle(
+                ent,
+                [self._view(m) for m in leaving],
+                self._now(),
+                tenant=SYSTEM_TENANT,
+                priority=prio,
+                preemptible=preemptible,
+            )
+            self._execute(ticket.actions)
+        self._flush()
+        return ticket
+
+    def end_juggle(self, ticket: JuggleTicket, *, ok: bool) -> None:
+        """The framework carried ``ticket`` out (``ok``) or undid it; regions that ended in
+        ERROR on the fabric are reported as faulted."""
+        regions = {ticket.region, *(m for m in self._leaving_regions(ticket))} - {None}
+        faulted = [
+            r for r in regions if r and self._fw.fabric.region(r).snapshot().state == "ERROR"
+        ]
+        with self._cond:
+            if not self._closed:
+                self._execute(self._alloc.juggled(ticket, self._now(), ok=ok, faulted=faulted))
+        self._flush()
+
+    def _leaving_regions(self, ticket: JuggleTicket) -> list[str]:
+        return [slot.name for _, slot, _, _ in ticket.legs]
+
+    def fault(self, region: str) -> None:
+        """The core in ``region`` was quarantined: the allocator's region enters Error."""
+        with self._cond:
+            if self._closed:
+                return
+            try:
+                self._execute(self._alloc.fault(region, self._now()))
+            except AllocatorError as exc:
+                log.warning("tenancy: fault of %s not recorded: %s", region, exc)
+        self._flush()
+
+    def repair(self, region: str) -> None:
+        """Quarantined ``region`` was emptied: the allocator may hand it out again."""
+        with self._cond:
+            if self._closed or self._alloc.region_state(region) is not RegionState.ERROR:
+                return
+            self._execute(self._alloc.repair(region, self._now()))
+        self._flush()
+
+    def note_consumer(self, managed: ManagedService, consumer: str) -> None:
+        """``consumer`` got a proxy of ``managed``: if it is a tenant, the service's placement
+        holds its region with that tenant's priority from now on (the highest of its tenant
+        consumers; a real-time one makes it unpreemptible)."""
+        with self._cond:
+            svc = self._services.get(managed.service_id)
+            if svc is None or svc.arbitrated or consumer not in self._tenants:
+                return
+            if consumer in svc.consumers:
+                return
+            svc.consumers.add(consumer)
+            prio, preemptible = self._standing(svc)
+            if not self._closed:
+                self._execute(
+                    self._alloc.set_priority(
+                        SYSTEM_TENANT, svc.device, prio, self._now(), preemptible=preemptible
+                    )
+                )
+        self._flush()
+
+    def _standing(self, svc: _Service) -> tuple[int, bool]:
+        """Priority and preemptibility of a juggle-placed service: its tenant consumers'
+        highest priority (0, below every tenant, with none); a hardware-only service or one
+        a real-time tenant uses is never preempted."""
+        prio = max((self._tenants[c].priority + 1 for c in svc.consumers), default=0)
+        realtime = any(self._tenants[c].realtime for c in svc.consumers)
+        return min(prio, SYSTEM_PRIORITY), not realtime and svc.managed.has_software
+
+    def _view(self, m: ManagedService) -> ServiceView:
+        svc = self._services.get(m.service_id)
+        return ServiceView(
+            service_id=m.service_id,
+            label=m.interface_name,
+            tier=m.tier,
+            region=m.region,
+            regions=tuple(m.hardware.bitstreams) if m.hardware and svc is not None else (),
+            arbitrated=svc is not None and svc.arbitrated and not svc.gone,
+            device=svc.device if svc is not None else "",
+        )
+
+    # -- the manager thread: configuration port, co-module moves and hold timer -------------------
 
     def _start_manager(self) -> None:
         if self._manager is None and not self._closed:
@@ -581,20 +710,63 @@ class TenantArbiter:
                 if job is None:
                     return
             if isinstance(job, tuple):
-                alloc, action = job
-                ok = self._program(action)
-                with self._cond:
-                    self._programming -= 1
-                    if ok:
-                        self._claimed[action.region] = action.device
-                    if alloc is self._alloc and not self._closed:
-                        self._execute(alloc.reconfigured(action.region, self._now(), ok=ok))
-                    self._bump()
+                self._run_job(*job)
             self._flush()
 
-    def _next_job(self) -> tuple[Allocator, Reconfigure] | bool | None:
-        """Under the lock: the next reconfiguration, False after expiring holds, None to end
-        (closed, or nothing to do: :meth:`_execute` starts a new manager when needed)."""
+    def _run_job(self, kind: str, region: str, device: str) -> None:
+        svc = self._by_device.get(device)
+        if kind == "stop":  # a juggle-placed service yields its region to a tenant
+            assert svc is not None
+            done = self._fw._preempt_to_software(svc.service_id)
+            with self._cond:
+                if not done:  # its calls did not drain yet: try again later
+                    self._jobs.append((kind, region, device))
+                    self._cond.wait(0.05)
+                elif not self._closed:
+                    try:
+                        self._execute(self._alloc.stopped(region, self._now()))
+                    except AllocatorError as exc:  # the region faulted meanwhile
+                        log.warning("tenancy: stop of %s in %s: %s", device, region, exc)
+                self._bump()
+            return
+        system = svc is not None and not svc.arbitrated
+        gone = svc is None or svc.gone
+        if gone:
+            ok = True  # nothing to load: the device is released at once below
+        elif system:
+            assert svc is not None
+            ok = self._fw._return_to_hardware(svc.service_id, region)
+        else:
+            ok = self._program(region, device)
+        with self._cond:
+            self._programming -= 1
+            if not self._closed:
+                try:
+                    self._execute(self._alloc.reconfigured(region, self._now(), ok=ok))
+                    if gone:
+                        self._drop(device)
+                    elif ok and system and svc is not None:
+                        self._pin(svc)
+                except AllocatorError as exc:  # pragma: no cover - an invariant broke
+                    log.error("tenancy: %s of %s in %s refused: %s", kind, device, region, exc)
+            self._bump()
+
+    def _drop(self, device: str) -> None:
+        """Under the lock: a stopped service's device, placed after all, leaves the index."""
+        now = self._now()
+        for name in (SYSTEM_TENANT, *self._tenants):
+            if self._alloc.device_state(name, device) is _CONNECTED:
+                self._execute(self._alloc.release(name, device, now))
+        self._execute(self._alloc.remove_device(device, now))
+
+    def _pin(self, svc: _Service) -> None:
+        """Under the lock: the service placed back computes until it leaves (Hold → Busy)."""
+        if self._alloc.device_state(SYSTEM_TENANT, svc.device) is _CONNECTED:
+            self._execute(self._alloc.start(SYSTEM_TENANT, svc.device, self._now()))
+
+    def _next_job(self) -> tuple[str, str, str] | bool | None:
+        """Under the lock: the next job, False after expiring holds, None to end (closed, or
+        nothing to do: :meth:`_execute` starts a new manager when needed)."""
         while not self._closed:
             if self._jobs:
                 return self._jobs.popleft()
@@ -609,19 +781,17 @@ class TenantArbiter:
         self._manager = None
         return None
 
-    def _program(self, action: Reconfigure) -> bool:
-        """Load ``action``'s bitstream (outside the lock); False when that failed."""
-        svc = self._by_device.get(action.device)
-        if svc is None or action.region not in svc.bitstreams:
-            log.error("tenancy: no bitstream of %s for %s", action.device, action.region)
+    def _program(self, region: str, device: str) -> bool:
+        """Load ``device``'s bitstream into ``region`` (outside the lock); False on failure."""
+        svc = self._by_device.get(device)
+        if svc is None or region not in svc.bitstreams:
+            log.error("tenancy: no bitstream of %s for %s", device, region)
             return self._count(False)
-        bitstream, data = svc.bitstreams[action.region]
-        fabric = self._fw.fabric
+        bitstream, data = svc.bitstreams[region]
         try:
-            self._make_room(action.region)
-            fabric.program(action.region, bitstream, data, resources=svc.resources, owner=OWNER)
+            self._fw.fabric.program(region, bitstream, data, resources=svc.resources, owner=OWNER)
         except JuggleError as exc:
-            log.warning("tenancy: loading %s into %s failed: %s", svc.device, action.region, exc)
+            log.warning("tenancy: loading %s into %s failed: %s", svc.device, region, exc)
             return self._count(False)
         return self._count(True)
 
@@ -630,92 +800,47 @@ class TenantArbiter:
             self._counters["programs" if ok else "failures"] += 1
         return ok
 
-    def _make_room(self, region: str) -> None:
-        """Move a service the framework placed in ``region`` back to its software tier."""
-        for snap in self._fw.regions():
-            if snap.name == region and snap.service_id is not None:
-                self._fw.juggle(to_software=[snap.service_id])
-
     # -- the index -------------------------------------------------------------------------------
 
     def _new_allocator(self) -> Allocator:
-        return Allocator(self._index(), priority_levels=LIVE_PRIORITY_LEVELS, hold_us=self._hold_us)
-
-    def _index(self) -> TaskIndex:
-        """Regions of the fabric; the profile's devices, then one device per service."""
+        """The allocator over the fabric's regions and its profile's devices, with the
+        framework's own tenant (the one juggles place services for)."""
         profile = self._fw.fabric.profile
         port = profile.config_port
-        devices: dict[str, tuple[DeviceSpec, list[TaskDescriptor]]] = {}
+        devices: list[DeviceSpec] = []
+        tasks: list[TaskDescriptor] = []
         for d in profile.devices:
-            tasks = []
             for name in d.regions:
                 region = profile.region(name)
                 size = region.bitstream_bytes or region.max_bitstream_bytes
                 t_us = port.transfer_ps(size) / 1e6
                 tasks.append(TaskDescriptor(d.name, name, f"{d.name}@{name}.bit", size, t_us))
-            spec = DeviceSpec(d.name, d.frame_us, d.preempt_us, d.context_bytes)
-            devices[d.name] = (spec, tasks)
-        for svc in self._services.values():
-            base = devices.get(svc.device, (None, []))[0]  # a profile device of that name
-            frame, pre, ctx = (
-                (base.frame_us, base.preempt_us, base.context_bytes) if base else (0, 0, 0)
-            )
-            slices = svc.resources.slices if svc.resources is not None else None
-            spec = DeviceSpec(svc.device, frame, pre, max(ctx, svc.context_bytes), slices)
-            tasks = [
-                TaskDescriptor(svc.device, r, bs.source, bs.size, port.transfer_ps(bs.size) / 1e6)
-                for r, (bs, _) in svc.bitstreams.items()
-            ]
-            devices[svc.device] = (spec, tasks)
+            devices.append(DeviceSpec(d.name, d.frame_us, d.preempt_us, d.context_bytes))
         regions = [RegionSpec(r.name, r.slices) for r in profile.regions]
-        tasks_all = [t for _, ts in devices.values() for t in ts if t.region not in self._excluded]
-        return TaskIndex(regions, [spec for spec, _ in devices.values()], tasks_all)
+        alloc = Allocator(
+            TaskIndex(regions, devices, tasks),
+            priority_levels=LIVE_PRIORITY_LEVELS + 1,
+            hold_us=self._hold_us,
+        )
+        alloc.add_tenant(SYSTEM_TENANT, priority=SYSTEM_PRIORITY, model=ProgrammingModel.AWARE)
+        return alloc
 
-    def _rebuild(self) -> None:
-        """Under the lock: a new allocator over the current services, once no call runs and
-        no region is being programmed; contexts and waiting requests carry over."""
-        self._rebuilding = True
-        try:
-            deadline = time.monotonic() + self._wait_timeout_s
-            while self._programming or any(s.running for s in self._seats.values()):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise DrainTimeoutError(
-                        f"tenant calls still running after {self._wait_timeout_s} s: the "
-                        "allocator's index cannot be rebuilt",
-                        subject=tuple(self._services),
-                    )
-                self._cond.wait(remaining)
-            old, new = self._alloc, self._new_allocator()  # a bad index raises here
-            for t in self._tenants.values():
-                new.add_tenant(
-                    t.name,
-                    realtime=t.realtime,
-                    priority=None if t.realtime else t.priority,
-                    model=t.model,
-                )
-            waiting = old.waiting()
-            for seat in self._seats.values():  # park connected devices: save their contexts
-                if seat.region is not None:
-                    iface = old.interface(seat.tenant, seat.device)
-                    iface.save(self._save_core(seat))
-                    seat.window.detach()
-                    seat.region = None
-            known = {d.name for d in new.index.devices}
-            for t in self._tenants.values():
-                for dev in old.index.devices:
-                    if dev.name in known:
-                        new.interface(t.name, dev.name).save(old.interface(t.name, dev.name).load())
-            self._alloc = new
-            self._counters["rebuilds"] += 1
-            for w in waiting:
-                if w.device in known:
-                    self._execute(
-                        new.request(w.tenant, w.device, self._now(), priority=w.priority).actions
-                    )
-        finally:
-            self._rebuilding = False
-            self._bump()
+    def _device_of(self, svc: _Service) -> tuple[DeviceSpec, list[TaskDescriptor]]:
+        """``svc`` as a device of the index: a profile device of that name lends its frame,
+        preemption and context sizes; its seats are the regions its bitstreams target."""
+        profile = self._fw.fabric.profile
+        base = next((d for d in profile.devices if d.name == svc.device), None)
+        frame, pre, ctx = (
+            (base.frame_us, base.preempt_us, base.context_bytes) if base else (0, 0, 0)
+        )
+        slices = svc.resources.slices if svc.resources is not None else None
+        spec = DeviceSpec(svc.device, frame, pre, max(ctx, svc.context_bytes), slices)
+        port = profile.config_port
+        tasks = [
+            TaskDescriptor(svc.device, r, bs.source, bs.size, port.transfer_ps(bs.size) / 1e6)
+            for r, (bs, _) in svc.bitstreams.items()
+        ]
+        return spec, tasks
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -796,10 +921,7 @@ class TenantArbiter:
             return TenancyStatistics(
                 allocator=self._alloc.statistics(),
                 services={s.service_id: s.device for s in self._services.values() if not s.gone},
-                claimed_regions=tuple(self._claimed),
-                rebuilds=c["rebuilds"],
                 programs=c["programs"],
-                adopted=c["adopted"],
                 program_failures=c["failures"],
                 action_faults=c["faults"],
             )

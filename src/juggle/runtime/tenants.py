@@ -20,6 +20,7 @@ from juggle.core.tenants import ProgrammingModel, SignalKind
 from juggle.errors import ProgrammingModelError, RegionEmptyError, TenancyError
 from juggle.fabric.mmio import MMIO
 from juggle.runtime.interfaces import interface_methods, short_name
+from juggle.runtime.proxy import StateRecord
 
 if TYPE_CHECKING:
     from juggle.runtime.tenancy import TenantArbiter
@@ -34,7 +35,6 @@ __all__ = [
     "TenantSignal",
     "TenantSnapshot",
     "VirtualDevice",
-    "frozen",
     "parse_model",
     "virtual_device_class",
 ]
@@ -172,16 +172,12 @@ class TenantSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class TenancyStatistics:
-    """The arbiter: the allocator's snapshot, arbitrated services (id → device), regions it
-    programmed, index rebuilds, programs done, reconfigurations skipped because the design
-    was still loaded (``adopted``), failed ones, and actions that failed to execute."""
+    """The arbiter: the allocator's snapshot, every indexed service (id → device), programs
+    done for tenants, failed ones, and actions that failed to execute."""
 
     allocator: AllocatorStats
     services: Mapping[int, str]
-    claimed_regions: tuple[str, ...]
-    rebuilds: int
     programs: int
-    adopted: int
     program_failures: int
     action_faults: int
 
@@ -238,7 +234,7 @@ class Seat:
         self.region: str | None = None
         self.running = False
         self.call_lock = threading.Lock()
-        self.replay: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self.record = StateRecord()  # the tenant's state-setting calls, replayed where needed
         self.needs_replay = False
         self.pending_context: bytes | None = None  # restored by the driver once connected
         self.calls = 0
@@ -283,11 +279,6 @@ def virtual_device_class(interface: type, name: str) -> type[VirtualDevice]:
     for spec in interface_methods(interface):
         attrs[spec.name] = make(spec.name)
     return type(f"{short_name(name)}VirtualDevice", (VirtualDevice,), attrs)
-
-
-def frozen(value: Any) -> Any:
-    """A recorded argument the caller can no longer change (byte buffers are copied)."""
-    return bytes(value) if isinstance(value, bytearray | memoryview) else value
 
 
 def parse_model(model: str | ProgrammingModel) -> ProgrammingModel:

@@ -4,12 +4,14 @@ state is the last state-setting call, and the core is time-multiplexed among vir
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sharing_support import (
     KEYS,
+    MODULES,
     Caller,
     encrypt,
     start_tdes,
@@ -145,3 +147,25 @@ def test_core_context_switches_are_counted_and_saved_by_the_driver(
     assert core.switches == before + 1
     encrypt(b, PLAIN)
     assert core.switches == before + 2
+
+
+def test_juggle_overhead_leaves_out_the_configuration_port_transfer(
+    fw: juggle.Framework, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``overhead_us`` is the runtime's own work: a slow bitstream transfer is not in it."""
+    from juggle.fabric.manager import FpgaManager
+
+    fw.install(MODULES / "tdes").start()
+    proxy = fw.get_service("EncryptionService", consumer="a")
+    load = FpgaManager.load
+
+    def slow_load(self: FpgaManager, bitstream: object, data: bytes) -> None:
+        time.sleep(0.05)
+        load(self, bitstream, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FpgaManager, "load", slow_load)
+    t0 = time.perf_counter()
+    report = fw.juggle(to_hardware=proxy.service_id)
+    wall_us = (time.perf_counter() - t0) * 1e6
+    assert wall_us >= 50_000
+    assert 0 < report.overhead_us < wall_us - 45_000

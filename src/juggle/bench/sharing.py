@@ -11,11 +11,14 @@ and back to its home software tier (``native`` for tdes) repeatedly
 (``fw.juggle(to_hardware=sid)``, ``fw.juggle(to_software=[sid])``; 200 juggles, 40 with
 ``quick``, after a warm-up). Each figure is the ``overhead_us`` of the
 :class:`~juggle.runtime.framework.JuggleReport` the runtime returns: the wall time of
-``Framework.juggle`` minus the time its drains took (the drain wait *and* the folding of the
-drained slots' statistics, which the juggler times together). Modeled reconfiguration and bridge
-time (``reconfiguration_ms``/``bridge_ms``) is never waited for with ``pace=False``, so it is not
-in the figure; the simulator's own wall-clock work of programming (parsing and hashing the
-bitstream, pushing it through the modeled configuration port) is, as it is work of this process.
+``Framework.juggle`` minus the time spent waiting for running calls to drain (folding the
+drained slots' statistics is work and counts) and minus the wall time of the configuration
+port's bitstream transfer (``ProgramReport.port_wall_ms``: on the simulated fabric, the
+simulator pushing the file through its modeled port; on a board, the reconfiguration itself).
+Modeled reconfiguration and bridge time (``reconfiguration_ms``/``bridge_ms``) is never waited
+for with ``pace=False``. Everything else is in: planning in the allocator, the fabric's checks
+(part, resources, the bitstream matching its header), bridges, the driver, carrying the state
+onto the new implementation, switching the proxies.
 
 * ``juggle_overhead_us_p50`` / ``juggle_overhead_us_p90``: over all juggles, both directions
   (nearest rank). Half the juggles go each way and a juggle into hardware (program the region,

@@ -321,18 +321,10 @@ class Allocator:
         :class:`~juggle.errors.DeviceStateError` (the device is connected or already has an
         outstanding request).
         """
-        t = self._tenants.get(tenant)
-        if t is None:
-            raise self._unknown_tenant(tenant)
+        t, prio = self._asker(tenant, priority)
         vd = t.devices.get(device)
         if vd is None:
             raise self._unknown_device(device)
-        if priority is None:
-            prio = t.priority
-        elif not 0 <= priority <= t.priority:
-            raise self._bad_priority(t, priority)
-        else:
-            prio = priority
         if not vd.compat:
             raise NoCompatibleRegionError(
                 f"no region of the fabric can hold device {device!r}", subject=device
@@ -622,15 +614,7 @@ class Allocator:
         :class:`~juggle.errors.UnknownDeviceError`, :class:`~juggle.errors.PriorityError`
         and :class:`~juggle.errors.TimeOrderError`.
         """
-        t = self._tenants.get(tenant)
-        if t is None:
-            raise self._unknown_tenant(tenant)
-        if priority is None:
-            prio = t.priority
-        elif not 0 <= priority <= t.priority:
-            raise self._bad_priority(t, priority)
-        else:
-            prio = priority
+        t, prio = self._asker(tenant, priority)
         self._check_time(now)
         ent_vd: VirtualDevice | None = None
         ent_view = entering
@@ -1108,6 +1092,17 @@ class Allocator:
         raise AssertionError(f"{vd!r} does not fit {slot.name}")  # pragma: no cover
 
     # -- look-ups and errors ---------------------------------------------------------------
+
+    def _asker(self, tenant: str, priority: int | None) -> tuple[Tenant, int]:
+        """``tenant`` and the priority it asks with (its own, or lowered to ``priority``)."""
+        t = self._tenants.get(tenant)
+        if t is None:
+            raise self._unknown_tenant(tenant)
+        if priority is None:
+            return t, t.priority
+        if not 0 <= priority <= t.priority:
+            raise self._bad_priority(t, priority)
+        return t, priority
 
     def _vdev(self, tenant: str, device: str) -> VirtualDevice:
         t = self._tenants.get(tenant)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -61,6 +62,10 @@ class FabricStatistics:
     regions: tuple[RegionSnapshot, ...]
 
 
+#: How many program files the fabric remembers as checked (see ``Fabric._describes``).
+_VERIFIED_FILES = 32
+
+
 class Fabric:
     """A board's reconfigurable fabric, driven through ``backend``'s operation tables."""
 
@@ -86,6 +91,8 @@ class Fabric:
         self._reconfig_ms = 0.0
         self._bridge_ms = 0.0
         self._closed = False
+        # immutable files already checked against their parsed header: id -> (file, header)
+        self._verified: OrderedDict[int, tuple[bytes, Bitstream]] = OrderedDict()
 
     @property
     def backend(self) -> str:
@@ -176,7 +183,7 @@ class Fabric:
         """
         self._check_open()
         self.check(bitstream, region, resources)
-        if parse_bitstream(data, source=bitstream.source) != bitstream:
+        if not self._describes(bitstream, data):
             raise BitstreamFormatError(
                 f"data ({len(data)} bytes) is not the file {bitstream.source!r} describes "
                 f"({bitstream.size} bytes)",
@@ -194,6 +201,25 @@ class Fabric:
             self._reconfig_ms += report.reconfiguration_ms
             self._bridge_ms += report.bridge_ms
         return report
+
+    def _describes(self, bitstream: Bitstream, data: bytes) -> bool:
+        """Whether ``data`` is the file ``bitstream`` was parsed from. An immutable ``bytes``
+        checked once (parsed and hashed) is not checked again while it is remembered."""
+        cacheable = type(data) is bytes
+        if cacheable:
+            with self._lock:
+                seen = self._verified.get(id(data))
+                if seen is not None and seen[0] is data and seen[1] == bitstream:
+                    self._verified.move_to_end(id(data))
+                    return True
+        if parse_bitstream(data, source=bitstream.source) != bitstream:
+            return False
+        if cacheable:
+            with self._lock:
+                self._verified[id(data)] = (data, bitstream)
+                if len(self._verified) > _VERIFIED_FILES:
+                    self._verified.popitem(last=False)
+        return True
 
     def unload(self, region: str) -> ProgramReport:
         """Close ``region``'s bridge and forget its design (EMPTY afterwards).

@@ -50,6 +50,7 @@ class JuggleStep:
     bridge_ms: float = 0.0
     undo: list[tuple[str, Undo]] = field(default_factory=list)
     waited_s: float = 0.0
+    port_s: float = 0.0  # wall time the configuration port spent writing bitstreams
 
     def did(self, text: str, undo: Undo | None = None, label: str = "") -> None:
         """Note step ``text``; ``undo`` runs if a later step fails."""
@@ -218,6 +219,7 @@ class Juggler:
         )
         account.reconfiguration_ms += report.reconfiguration_ms
         account.bridge_ms += report.bridge_ms
+        account.port_s += report.port_wall_ms / 1e3
         account.did(f"bridge closed on {region}")
         account.did(f"bitstream {bitstream.design} written ({bitstream.size} B)")
         account.did(f"bridge opened on {region}")
@@ -241,6 +243,7 @@ class Juggler:
     def _drain(self, m: ManagedService, switched: Switched, account: JuggleStep) -> None:
         t0 = time.perf_counter()
         try:
-            m.drain(switched, self.fw.drain_timeout_s)
-        finally:
-            account.waited_s += time.perf_counter() - t0
+            account.waited_s += m.drain(switched, self.fw.drain_timeout_s)
+        except BaseException:
+            account.waited_s += time.perf_counter() - t0  # timed out: all of it was waiting
+            raise

@@ -309,16 +309,20 @@ class ManagedService:
                 return twin
         return self.new_impl(tier, consumer)
 
-    def drain(self, switched: Switched, timeout_s: float) -> None:
-        """Wait until the calls on the old slots ended, then fold their statistics.
+    def drain(self, switched: Switched, timeout_s: float) -> float:
+        """Wait until the calls on the old slots ended, then fold their statistics; returns
+        the seconds spent waiting (the folding is work, not waiting).
 
         Raises :class:`~juggle.errors.DrainTimeoutError` after ``timeout_s`` in all.
         """
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
         for _, old in switched.slots:
             wait_drained(old, max(0.0, deadline - time.monotonic()), self.service_id)
+        waited = time.monotonic() - started
         for proxy, old in switched.slots:
             binding_of(proxy).retire(old)
+        return waited
 
     # -- consumers ---------------------------------------------------------------------------
 

@@ -623,10 +623,11 @@ class TenantArbiter:
     def end_juggle(self, ticket: JuggleTicket, *, ok: bool) -> None:
         """The framework carried ``ticket`` out (``ok``) or undid it; regions that ended in
         ERROR on the fabric are reported as faulted."""
-        regions = {ticket.region, *(m for m in self._leaving_regions(ticket))} - {None}
-        faulted = [
-            r for r in regions if r and self._fw.fabric.region(r).snapshot().state == "ERROR"
-        ]
+        faulted: list[str] = []
+        if not ok:  # a step failed: some region may have ended in ERROR
+            regions = {ticket.region, *self._leaving_regions(ticket)} - {None}
+            fabric = self._fw.fabric
+            faulted = [r for r in regions if r and fabric.region(r).snapshot().state == "ERROR"]
         with self._cond:
             if not self._closed:
                 self._execute(self._alloc.juggled(ticket, self._now(), ok=ok, faulted=faulted))

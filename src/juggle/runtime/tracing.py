@@ -9,6 +9,7 @@ figures here are measured (wall clock of this machine).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -68,10 +69,8 @@ class Accumulator:
         self.errors += errors
         self.total_ticks += total
         self.max_ticks = max(self.max_ticks, max_ticks)
-        counts = memoryview(hist).cast("Q")
-        for i, c in enumerate(counts):
-            if c:
-                self.hist[i] += c
+        if timed:  # an untimed slot's histogram is all zeros
+            self.hist = list(map(operator.add, self.hist, memoryview(hist).cast("Q")))
 
     def add(self, other: Accumulator) -> None:
         """Fold another accumulator in."""
@@ -80,9 +79,8 @@ class Accumulator:
         self.errors += other.errors
         self.total_ticks += other.total_ticks
         self.max_ticks = max(self.max_ticks, other.max_ticks)
-        for i, c in enumerate(other.hist):
-            if c:
-                self.hist[i] += c
+        if other.timed:
+            self.hist = list(map(operator.add, self.hist, other.hist))
 
     def percentile_ticks(self, q: float) -> float:
         """The ``q`` quantile (0..1) of timed durations, in ticks (bucket midpoint)."""

@@ -31,11 +31,13 @@ class SimConfigPort:
         self._clock = clock
         self._faults = faults
         self._written = 0
+        self._charged = 0  # port time charged for the bytes written so far, in ps
         self._state = "unknown"
 
     def write_init(self, bitstream: Bitstream) -> None:
         """Start a transfer of ``bitstream``."""
         self._written = 0
+        self._charged = 0
         self._state = "write init"
 
     def write(self, chunk: bytes) -> None:
@@ -47,9 +49,10 @@ class SimConfigPort:
         if self._faults.fire("config_write"):
             self._state = "write error"
             raise ProgrammingError("injected fault: config port write failed", "config_write")
-        before = self._port.transfer_ps(self._written)
         self._written += len(chunk)
-        self._clock.advance_ps(self._port.transfer_ps(self._written) - before)
+        charged = self._port.transfer_ps(self._written)
+        self._clock.advance_ps(charged - self._charged)
+        self._charged = charged
 
     def write_complete(self) -> None:
         """End the transfer; with pacing, wall time has caught up when this returns."""

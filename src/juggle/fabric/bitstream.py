@@ -15,6 +15,7 @@ name without directory, ``.ncd`` and a trailing ``_partial``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -69,6 +70,7 @@ class Bitstream:
         return self.size - self.payload_length
 
 
+@functools.lru_cache(maxsize=64)
 def normalize_part(part: str) -> str:
     """A part name in the form ``.bit`` headers use: lower case, no ``xc`` prefix, no speed grade.
 

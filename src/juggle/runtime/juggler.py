@@ -82,11 +82,12 @@ class Juggler:
         self, entering: ManagedService | None, leaving: Sequence[ManagedService]
     ) -> JuggleTicket:
         """The allocator's decision (committed there; finish it with the arbiter's
-        ``end_juggle``), with the fabric's own check of the chosen bitstream."""
+        ``end_juggle``), with the fabric's own check of the chosen bitstream before any leaving
+        service moves (with none, programming checks it first)."""
         tenancy = self.fw._tenancy
         ticket = tenancy.begin_juggle(entering, leaving)
         region = ticket.plan.region
-        if entering is not None and region is not None:
+        if entering is not None and region is not None and leaving:  # else program() checks
             assert entering.hardware is not None
             bitstream, _ = entering.hardware.bitstreams[region]
             try:

@@ -693,16 +693,13 @@ class Allocator:
         bad = set(faulted)
         slot, vd = ticket.slot, ticket.vd
         for leaver, lslot, _, _ in ticket.legs:
-            if lslot is slot:
-                continue
-            if ok or lslot.name in bad:
-                lslot.to(_IDLE if ok else _ERROR)
-                self._disconnect(leaver, lslot)
-                lslot.design = _NO_DESIGN
-                if lslot.name in bad and lslot.state is _IDLE:
-                    lslot.to(_ERROR)
-                elif lslot.state is _IDLE:
-                    self._serve_idle(lslot, now, out)
+            if lslot is slot or not (ok or lslot.name in bad):
+                continue  # reclaimed (below), or undone: it serves from its region still
+            lslot.to(_ERROR if lslot.name in bad else _IDLE)
+            self._disconnect(leaver, lslot)
+            lslot.design = _NO_DESIGN
+            if lslot.state is _IDLE:
+                self._serve_idle(lslot, now, out)
         if slot is None or vd is None:
             return out
         slot.incoming = None

@@ -625,16 +625,15 @@ class TenantArbiter:
         ERROR on the fabric are reported as faulted."""
         faulted: list[str] = []
         if not ok:  # a step failed: some region may have ended in ERROR
-            regions = {ticket.region, *self._leaving_regions(ticket)} - {None}
+            regions = {slot.name for _, slot, _, _ in ticket.legs}
+            if ticket.region is not None:
+                regions.add(ticket.region)
             fabric = self._fw.fabric
-            faulted = [r for r in regions if r and fabric.region(r).snapshot().state == "ERROR"]
+            faulted = [r for r in regions if fabric.region(r).snapshot().state == "ERROR"]
         with self._cond:
             if not self._closed:
                 self._execute(self._alloc.juggled(ticket, self._now(), ok=ok, faulted=faulted))
         self._flush()
-
-    def _leaving_regions(self, ticket: JuggleTicket) -> list[str]:
-        return [slot.name for _, slot, _, _ in ticket.legs]
 
     def fault(self, region: str) -> None:
         """The core in ``region`` was quarantined: the allocator's region enters Error."""

@@ -169,3 +169,61 @@ def test_juggle_overhead_leaves_out_the_configuration_port_transfer(
     wall_us = (time.perf_counter() - t0) * 1e6
     assert wall_us >= 50_000
     assert 0 < report.overhead_us < wall_us - 45_000
+
+
+def test_a_juggle_into_hardware_carries_the_state_onto_the_core_once(
+    fw: juggle.Framework, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorded ``load_key`` reaches the new core once (not once by the switch and again
+    by the carry), and a freshly programmed core is not reset before it."""
+    from juggle.services.crypto.driver import TdesDriver
+
+    calls: list[str] = []
+    load_key, restore = TdesDriver.load_key, TdesDriver.restore_context
+    monkeypatch.setattr(
+        TdesDriver, "load_key", lambda self, key: (calls.append("load_key"), load_key(self, key))
+    )
+    monkeypatch.setattr(
+        TdesDriver, "restore_context", lambda self, d: (calls.append("restore"), restore(self, d))
+    )
+    sid = start_tdes(fw, tmp_path, per_consumer=False)
+    proxy = fw.get_service("EncryptionService", consumer="a")
+    proxy.load_key(KEYS[2])
+    fw.juggle(to_hardware=sid)
+    assert calls == ["load_key"]
+    assert encrypt(proxy, PLAIN) == tdes_reference(KEYS[2], PLAIN)
+
+
+def test_a_core_whose_first_switch_failed_is_reset_before_the_next_consumer() -> None:
+    """A switch that fails part-way may have left the first consumer's key in the core: the
+    next consumer's switch resets the core even though nobody owned it yet."""
+    from juggle.fabric.mmio import MMIO
+    from juggle.runtime.hardware import HardwareCore
+    from juggle.runtime.proxy import StateRecord
+
+    class Driver:
+        def __init__(self, window: MMIO) -> None:
+            self.log: list[str] = []
+
+        def load_key(self, key: bytes) -> None:
+            self.log.append(f"key {key.hex()}")
+            if key == b"\x01":
+                raise OSError("bus error after the key words")
+
+        def save_context(self) -> bytes:
+            return b"ctx"
+
+        def restore_context(self, data: bytes) -> None:
+            self.log.append(f"restore {data!r}")
+
+    class Device:
+        def __init__(self, key: bytes) -> None:
+            self.context: bytes | None = None
+            self.record = StateRecord()
+            self.record.record("load_key", (key,), {})
+
+    core = HardwareCore("prr0", Driver, object(), call_timeout_s=1.0)  # type: ignore[arg-type]
+    with pytest.raises(OSError):
+        core._switch_to(Device(b"\x01"))  # type: ignore[arg-type]
+    core._switch_to(Device(b"\x02"))  # type: ignore[arg-type]
+    assert core.driver.log == ["key 01", "restore b''", "key 02"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from juggle.core.actions import (
@@ -797,10 +797,14 @@ class Allocator:
                 f"{vd.region.name if vd.region else '?'} already",
                 subject=view.service_id,
             )
-        return replace(
-            view,
-            region=slot.name if slot is not None else None,
-            regions=tuple(s.name for s, _ in vd.compat),
+        return ServiceView(
+            view.service_id,
+            view.label,
+            view.tier,
+            slot.name if slot is not None else None,
+            tuple(s.name for s, _ in vd.compat),
+            view.arbitrated,
+            view.device,
         )
 
     def _region_view(self, slot: RegionSlot, tenant: Tenant) -> RegionView:

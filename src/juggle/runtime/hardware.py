@@ -195,6 +195,7 @@ class HardwareCore:
         self.owner: HardwareDevice | None = None
         self.fault: str | None = None
         self.switches = 0
+        self._fresh = True  # just programmed: the core holds its power-on state
 
     def run(self, device: HardwareDevice, name: str, args: tuple[Any, ...], kwargs: Any) -> Any:
         """Run ``name`` on the driver with ``device``'s context in the core."""
@@ -211,15 +212,17 @@ class HardwareCore:
 
     def _switch_to(self, device: HardwareDevice) -> None:
         """Save the owner's context, give the core ``device``'s (Ker-ONE's context switch)."""
-        driver, owner = self.driver, self.owner
+        driver, owner, fresh = self.driver, self.owner, self._fresh
         self.owner = None  # a failure below leaves no owner: the next call restores again
+        self._fresh = False  # ... and no longer a power-on core
         if self.saves_context:
             if owner is not None:
                 owner.context = bytes(driver.save_context())
             if device.context is not None:
                 driver.restore_context(device.context)
             else:
-                driver.restore_context(b"")  # nothing of the previous owner survives
+                if not fresh:
+                    driver.restore_context(b"")  # nothing of the previous owner survives
                 device.record.replay(driver)
         else:
             device.record.replay(driver)
@@ -300,6 +303,25 @@ class HardwareDevice:
         if verify:
             return self._verify(name, args, kwargs, saved, before, result)
         return result
+
+    def take_record(self, record: StateRecord) -> bool:
+        """Carry ``record`` onto the core now if it is this device's own (the state a switch
+        into hardware brings): the core switches to this device, which replays it. False for
+        any other record. A driver failing here quarantines the core like a failing call
+        (``core.fault`` is then set); a consumer error (a bad recorded argument) propagates.
+        """
+        if record is not self.record:
+            return False
+        core = self.core
+        try:
+            with core.lock:
+                if core.fault is None and core.owner is not self:
+                    core._switch_to(self)
+        except CONSUMER_ERRORS:
+            raise
+        except Exception as exc:  # a driver is third-party code
+            self._fault(f"taking over the state raised {type(exc).__name__}: {exc}")
+        return True
 
     def _fault(self, reason: str) -> None:
         self.host.hardware_fault(self.core, reason)

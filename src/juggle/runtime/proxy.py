@@ -81,6 +81,16 @@ def carry_state(old: object, new: object, record: StateRecord) -> None:
     if has_context(old) and has_context(new):
         new.juggle_restore_state(old.juggle_save_state())  # type: ignore[attr-defined]
         return
+    replay_onto(new, record)
+
+
+def replay_onto(new: object, record: StateRecord) -> None:
+    """Bring ``new`` to the state ``record`` holds. An implementation that replays the record
+    itself whenever it takes its core (a hardware virtual device, ``take_record``) is asked to
+    do that once, so the calls are not made twice. Raises what the implementation raises."""
+    take = getattr(new, "take_record", None)
+    if take is not None and take(record):
+        return
     record.replay(new)
 
 

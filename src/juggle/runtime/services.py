@@ -38,6 +38,7 @@ from juggle.runtime.proxy import (
     build_proxy,
     carry_state,
     make_gone,
+    replay_onto,
     wait_drained,
 )
 from juggle.runtime.registry import ServiceFactory, ServiceRegistration
@@ -298,7 +299,7 @@ class ManagedService:
         if old is not None:
             carry_state(old, new, self.record)
         else:
-            self.record.replay(new)
+            replay_onto(new, self.record)
         return new
 
     def _own_impl(self, tier: str, consumer: str, twins: bool) -> object:

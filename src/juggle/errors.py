@@ -30,6 +30,7 @@ one of these means nothing was half-done.
     │   ├── DescriptorError
     │   │   ├── UnknownClassError
     │   │   └── UnknownInterfaceError
+    │   ├── InputLimitError
     │   ├── ModelRegistrationError
     │   ├── PluginError
     │   ├── ProfileError
@@ -67,7 +68,12 @@ one of these means nothing was half-done.
     │   ├── DrainTimeoutError
     │   ├── SanityCheckError
     │   └── TierUnavailableError
+    ├── FrameworkClosedError
     ├── ModuleError
+    │   ├── DuplicateModuleError
+    │   ├── IntegrityError
+    │   │   └── SignatureError
+    │   ├── ModuleCodeError
     │   ├── ModuleStateError
     │   └── UnknownModuleError
     ├── RegistryError
@@ -131,6 +137,12 @@ class PluginError(ConfigurationError):
     """A controller plugin is malformed; ``subject`` is the plugin."""
 
 
+class InputLimitError(ConfigurationError):
+    """Input exceeds a limit of :class:`juggle.limits.Limits` (size, nesting depth, digits,
+    archive members, compression ratio); raised before the input is read or parsed further.
+    ``subject`` is the offending path or value."""
+
+
 # -- modules and registry --------------------------------------------------------------------
 
 
@@ -144,6 +156,27 @@ class ModuleStateError(ModuleError):
 
 class UnknownModuleError(ModuleError):
     """No installed module has that id or name."""
+
+
+class DuplicateModuleError(ModuleError):
+    """The module (same source, or same name and version) is installed already."""
+
+
+class ModuleCodeError(ModuleError):
+    """A module's own code failed (at import, in a constructor, in ``update``); the original
+    exception is chained as ``__cause__`` and ``subject`` names the module."""
+
+
+class IntegrityError(ModuleError):
+    """A module file does not match its pinned ``sha256``, or a path leaves the module."""
+
+
+class SignatureError(IntegrityError):
+    """A module is unsigned or badly signed while the framework requires trusted signatures."""
+
+
+class FrameworkClosedError(JuggleError):
+    """The framework was closed: no method may be used any more."""
 
 
 class RegistryError(JuggleError):

@@ -365,10 +365,10 @@ class JuggleShell(cmd.Cmd):
             self._say(f"foreground: {_text(self.framework.foreground)}")
             return
         app = None if words[0] == "-" else words[0]
-        errors_before = len(self.framework.controller_errors)
-        reports = self.framework.set_foreground(app)
+        errors: list[str] = []
+        reports = self.framework.set_foreground(app, errors)
         self._say(f"foreground: {_text(app)}")
-        self._control_result(reports, errors_before)
+        self._control_result(reports, errors)
 
     def do_controller(self, arg: str) -> None:
         """controller [NAME | off]: use controller NAME (off: none); no NAME lists them."""
@@ -394,14 +394,14 @@ class JuggleShell(cmd.Cmd):
         _exactly(arg, 0, "control")
         if self.framework.controller is None:
             raise _UsageError("no controller set (use: controller NAME)")
-        errors_before = len(self.framework.controller_errors)
-        self._control_result(self.framework.control(), errors_before)
+        errors: list[str] = []
+        self._control_result(self.framework.control(errors), errors)
 
-    def _control_result(self, reports: list[JuggleReport], errors_before: int) -> None:
+    def _control_result(self, reports: list[JuggleReport], errors: list[str]) -> None:
         """Print what one controller run did: its juggles, then the juggles that failed."""
         for report in reports:
             self._report(report)
-        for message in self.framework.controller_errors[errors_before:]:
+        for message in errors:
             self._fail(f"controller: {message}")
         controller = self.framework.controller
         if controller is None:

@@ -315,7 +315,7 @@ def test_switching_storm_loses_no_call(fw: juggle.Framework) -> None:
     stats = fw.statistics(sid)
     assert stats.total.errors == 0
     assert stats.per_tier["hardware"].calls > 0 and stats.per_tier["software"].calls > 0
-    assert len([j for j in fw.juggles if j.to_hardware == sid]) == 50
+    assert len([j for j in fw.history() if j.to_hardware == sid]) == 50
 
 
 # -- module lifecycle ------------------------------------------------------------------------

@@ -70,4 +70,7 @@ def test_unget_makes_proxy_stale_but_keeps_counts(fw: juggle.Framework) -> None:
     assert fw.unget_service(add)
     with pytest.raises(juggle.ServiceUnavailableError):
         add.add(1, 1)
-    assert fw.statistics(add.service_id).per_consumer["tmp"].calls == 1  # counts kept
+    stats = fw.statistics(add.service_id)
+    assert "tmp" not in stats.per_consumer  # folded: memory does not grow per consumer
+    assert stats.per_consumer["(released)"].calls == 1  # counts kept
+    assert stats.total.calls == 1

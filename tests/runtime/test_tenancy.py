@@ -387,7 +387,7 @@ def test_a_lower_priority_tenants_co_module_is_preempted_to_software_then_comes_
     high.load_key(K_HIGH)  # prr0 holds low's adder (priority 0 < 2): preempted, not waited for
     assert encrypt(high) == tdes(K_HIGH)
     assert fw.signals("low").wait_for("preempt", timeout=WAIT_S) is not None
-    moves = [j for j in fw.juggles if j.steps and j.steps[0] == "preempted by a tenant"]
+    moves = [j for j in fw.history() if j.steps and j.steps[0] == "preempted by a tenant"]
     assert moves and all(m.to_software == (add.service_id,) for m in moves)  # one per call
     # high's call is over: the region goes back to the waiting co-module, and low hears READY
     assert fw.signals("low").wait_for("ready", timeout=WAIT_S) is not None

@@ -15,10 +15,10 @@ import enum
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import uvicorn
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -168,8 +168,19 @@ def create_app(framework: Framework) -> FastAPI:
         return to_json(framework.snapshot())
 
     @app.get("/api/juggles")
-    def juggles() -> Any:
-        return [_report(r) for r in list(framework.juggles)]
+    def juggles(
+        response: Response,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> Any:
+        """A page of the juggle history, oldest first: the ``limit`` reports before the newest
+        ``offset`` ones. ``X-Juggle-Count`` holds the juggles made in all, ``X-Juggle-Kept``
+        how many the bounded history still holds."""
+        kept = framework.history()
+        end = max(0, len(kept) - offset)
+        response.headers["X-Juggle-Count"] = str(framework.juggle_count)
+        response.headers["X-Juggle-Kept"] = str(len(kept))
+        return [_report(r) for r in kept[max(0, end - limit) : end]]
 
     @app.get("/api/services/{service_id}/statistics")
     def statistics(service_id: int) -> Any:
@@ -199,16 +210,16 @@ def create_app(framework: Framework) -> FastAPI:
 
     @app.post("/api/foreground")
     def foreground(body: ForegroundRequest) -> Any:
-        errors_before = len(framework.controller_errors)
+        errors: list[str] = []
         try:
-            reports = framework.set_foreground(body.app)
+            reports = framework.set_foreground(body.app, errors)
         except JuggleError as exc:
             return _error(exc, _status(exc, id_in_path=False))
         return {
             "foreground": framework.foreground,
             "controller": None if framework.controller is None else framework.controller.name,
             "juggles": [_report(r) for r in reports],
-            "controller_errors": list(framework.controller_errors[errors_before:]),
+            "controller_errors": errors,
         }
 
     @app.get("/metrics")

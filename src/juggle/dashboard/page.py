@@ -90,7 +90,7 @@ function fixed(value, digits) { return Number(value).toFixed(digits); }
 async function refresh() {
   try {
     const [services, regions, juggles] = await Promise.all([
-      getJson("/api/services"), getJson("/api/regions"), getJson("/api/juggles")]);
+      getJson("/api/services"), getJson("/api/regions"), getJson("/api/juggles?limit=10")]);
     const stats = await Promise.all(services.map(
       s => getJson("/api/services/" + s.service_id + "/statistics").catch(() => null)));
     fill("services", services, (row, s) => {
@@ -115,7 +115,7 @@ async function refresh() {
       cell(row, fixed(s.total.mean_us, 1), true); cell(row, fixed(s.total.p50_us, 1), true);
       cell(row, fixed(s.total.p99_us, 1), true); cell(row, s.inflight, true);
     });
-    fill("juggles", juggles.slice(-10).reverse(), (row, j) => {
+    fill("juggles", juggles.reverse(), (row, j) => {
       cell(row, j.to_hardware); cell(row, j.to_software.join(", ")); cell(row, j.region);
       cell(row, fixed(j.reconfiguration_ms, 3), true); cell(row, fixed(j.bridge_ms, 3), true);
       cell(row, fixed(j.overhead_us, 1), true);

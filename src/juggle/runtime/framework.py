@@ -29,9 +29,11 @@ from juggle.core.controllers.base import (
 )
 from juggle.core.placement import JugglePlan
 from juggle.errors import (
+    ConfigurationError,
     ControllerError,
     DescriptorError,
     FabricError,
+    FrameworkClosedError,
     JuggleError,
     MissingBitstreamError,
     ModuleError,
@@ -45,6 +47,7 @@ from juggle.errors import (
 from juggle.fabric.bitstream import Bitstream, parse_bitstream
 from juggle.fabric.fabric import Fabric, open_fabric
 from juggle.fabric.resources import Resources
+from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.runtime.descriptors import Descriptor, ServiceSpec
 from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, HardwareCore
 from juggle.runtime.interfaces import InterfaceCatalog, interface_methods, short_name
@@ -59,6 +62,11 @@ from juggle.runtime.tracing import Accumulator, CallStats, merge, ns_per_tick
 log = logging.getLogger("juggle")
 
 SOFT_TIERS: tuple[str, ...] = ("software", "native")
+
+#: juggle reports kept by default (``Framework(history_capacity=...)``)
+DEFAULT_HISTORY_CAPACITY = 1_000
+#: entries kept of each diagnostic log (controller errors, contained faults)
+BOUNDED_LOG = 100
 
 
 # -- snapshots -------------------------------------------------------------------------------
@@ -161,6 +169,9 @@ class Framework:
         queue_capacity: int = 8,
         verify_sample: int = 0,
         call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+        limits: Limits = DEFAULT_LIMITS,
+        history_capacity: int = DEFAULT_HISTORY_CAPACITY,
+        trusted_keys: Sequence[Any] | None = None,
     ) -> None:
         if (
             isinstance(verify_sample, bool)
@@ -170,8 +181,27 @@ class Framework:
             raise ValueError(f'"verify_sample" must be an int >= 0, got {verify_sample!r}')
         if not call_timeout_s > 0:
             raise ValueError(f'"call_timeout_s" must be > 0, got {call_timeout_s!r}')
+        if not isinstance(limits, Limits):
+            raise ConfigurationError(
+                f'"limits" must be a juggle.limits.Limits, got {type(limits).__name__}', limits
+            )
+        if (
+            isinstance(history_capacity, bool)
+            or not isinstance(history_capacity, int)
+            or history_capacity < 1
+        ):
+            raise ConfigurationError(
+                f'"history_capacity" must be an int >= 1, got {history_capacity!r}',
+                history_capacity,
+            )
         self.verify_sample = verify_sample
         self.call_timeout_s = call_timeout_s
+        self.limits = limits
+        self.trusted_keys: list[Any] | None = None
+        if trusted_keys is not None:
+            from juggle.runtime.integrity import load_public_keys
+
+            self.trusted_keys = load_public_keys(trusted_keys)
         if queue_capacity < 1:
             raise ValueError(f'"queue_capacity" must be >= 1, got {queue_capacity!r}')
         self.queue_capacity = queue_capacity
@@ -193,14 +223,19 @@ class Framework:
         self._juggle_lock = threading.RLock()
         self._foreground: str | None = None
         self.controller: Controller | None = controller
-        self.juggles: list[JuggleReport] = []
-        self.controller_errors: list[str] = []
+        self._history: deque[JuggleReport] = deque(maxlen=history_capacity)
+        self._juggle_count = 0
+        self._reconfiguration_ms = 0.0
+        #: the newest controller failures (bounded), and how many there were in all
+        self.controller_errors: deque[str] = deque(maxlen=BOUNDED_LOG)
         self._loop: threading.Thread | None = None
         self._loop_stop = threading.Event()
         self._closed = False
+        self._closing = False
         self._tenancy = TenantArbiter(self)  # the one allocator: juggles and tenants
         self._juggler = Juggler(self)
-        self.faults: list[str] = []
+        #: the newest contained hardware faults (bounded)
+        self.faults: deque[str] = deque(maxlen=BOUNDED_LOG)
         self._fault_lock = threading.Lock()
         self._fault_queue: deque[tuple[ManagedService, HardwareCore, str]] = deque()
         self._supervisor: threading.Thread | None = None
@@ -215,6 +250,7 @@ class Framework:
         Raises :class:`ModuleError`, :class:`DescriptorError` (and its subclasses) or a
         :class:`~juggle.errors.BitstreamError` / :class:`~juggle.errors.ResourceError`.
         """
+        self._check_open()
         source = ModuleSource.open(path)
         descriptor = source.load_descriptor()
         namespace, resolved = self._load_code(source, descriptor)
@@ -326,6 +362,7 @@ class Framework:
 
     def module(self, module_id_or_name: int | str) -> Module:
         """An installed module by id or name (:class:`UnknownModuleError` if none)."""
+        self._check_open()
         with self._lock:
             for module in self._modules.values():
                 if module_id_or_name in (module.module_id, module.name):
@@ -334,10 +371,12 @@ class Framework:
 
     def modules(self) -> tuple[Any, ...]:
         """Snapshots of the installed modules."""
+        self._check_open()
         with self._lock:
             return tuple(m.snapshot() for m in self._modules.values())
 
     def _start_module(self, module: Module) -> None:
+        self._check_open()
         module.state = ModuleState.STARTING
         try:
             for resolved in module.resolved:
@@ -400,6 +439,7 @@ class Framework:
             module.state = ModuleState.INSTALLED
 
     def _update_module(self, module: Module, path: str | Path | None) -> None:
+        self._check_open()
         source = ModuleSource.open(path if path is not None else module.source.location)
         descriptor = source.load_descriptor()
         if descriptor.module.name != module.name:
@@ -452,6 +492,7 @@ class Framework:
         ranking: int = 0,
     ) -> int:
         """Register a plain software ``implementation`` of ``interface``; returns its id."""
+        self._check_open()
         iface = self.interfaces.resolve(interface)
         self._check_class(type(implementation), type(implementation).__name__, iface)
         managed = ManagedService(
@@ -489,6 +530,7 @@ class Framework:
         ``filter`` is an LDAP filter on the service properties (``"(version>=1.0)"``).
         Raises :class:`ServiceUnavailableError` when nothing matches.
         """
+        self._check_open()
         refs = [
             ref
             for name in self._interface_names(interface)
@@ -504,6 +546,7 @@ class Framework:
 
     def unget_service(self, proxy: ServiceProxy) -> bool:
         """Give ``proxy`` back; its further calls raise :class:`ServiceUnavailableError`."""
+        self._check_open()
         return self.registry.unget_service(proxy.service_id, proxy.consumer)
 
     def _managed_of(self, service_id: object) -> ManagedService:
@@ -519,6 +562,7 @@ class Framework:
 
     def services(self) -> tuple[ServiceSnapshot, ...]:
         """Snapshots of every managed service, by id."""
+        self._check_open()
         with self._lock:
             managed = sorted(self._managed.values(), key=lambda m: m.service_id)
         return tuple(self._service_snapshot(m) for m in managed)
@@ -539,6 +583,7 @@ class Framework:
 
     def regions(self) -> tuple[RegionSnapshot, ...]:
         """Snapshots of the fabric's regions with the service and module each holds."""
+        self._check_open()
         holders = {m.region: m for m in list(self._managed.values()) if m.region}
         out = []
         for region in self.fabric.regions():
@@ -557,6 +602,7 @@ class Framework:
 
     def statistics(self, service_id: int) -> ServiceStatistics:
         """Measured call statistics of ``service_id`` (per tier, consumer and method)."""
+        self._check_open()
         m = self._managed_of(service_id)
         with m.lock:
             traces = m.traces()
@@ -647,6 +693,7 @@ class Framework:
         :class:`SanityCheckError`, :class:`DrainTimeoutError`, or the fabric error of the step
         that failed.
         """
+        self._check_open()
         leaving_ids = list(to_software)
         with self._juggle_lock:
             t0 = time.perf_counter()
@@ -671,8 +718,39 @@ class Framework:
                 overhead_us=overhead * 1e6,
                 tiers={m.service_id: m.tier for m in [*leaving, *([entering] if entering else [])]},
             )
-            self.juggles.append(report)
+            self._remember(report)
             return report
+
+    def _remember(self, report: JuggleReport) -> None:
+        with self._lock:
+            self._history.append(report)
+            self._juggle_count += 1
+            self._reconfiguration_ms += report.reconfiguration_ms
+
+    def history(self, limit: int | None = None) -> tuple[JuggleReport, ...]:
+        """The newest juggles, oldest first: at most ``limit`` (None: all kept). The history
+        is a ring of ``history_capacity`` reports (``Framework(history_capacity=...)``);
+        :attr:`juggle_count` counts every juggle ever made."""
+        self._check_open()
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise ConfigurationError(f'"limit" must be an int >= 0 or None, got {limit!r}', limit)
+        with self._lock:
+            reports = tuple(self._history)
+        if limit is None:
+            return reports
+        return reports[len(reports) - limit :] if limit else ()
+
+    @property
+    def juggle_count(self) -> int:
+        """Juggles made since the framework started (the history keeps only the newest)."""
+        return self._juggle_count
+
+    @property
+    def reconfiguration_ms_total(self) -> float:
+        """Modeled reconfiguration time of every juggle since the framework started."""
+        return self._reconfiguration_ms
 
     def _services_now(self) -> list[ManagedService]:
         with self._lock:
@@ -705,9 +783,18 @@ class Framework:
             except Exception:  # never let a fault kill the supervisor
                 log.exception("containing the fault of service %s failed", m.label)
 
+    def _stop_supervisor(self) -> None:
+        """Drop the faults not yet contained (closing: their services are gone) and wait for
+        the supervisor thread to end."""
+        with self._fault_lock:
+            self._fault_queue.clear()
+            thread = self._supervisor
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=self.drain_timeout_s)
+
     def _contain(self, m: ManagedService, core: HardwareCore, reason: str) -> None:
         with self._juggle_lock:
-            if m.core is not core or self._closed:
+            if m.core is not core or self._closing:
                 return  # the service already left that core
             region = core.region
             self.faults.append(f"{region}: service {m.service_id}: {reason}")
@@ -730,6 +817,7 @@ class Framework:
         Raises :class:`~juggle.errors.UnknownRegionError`, :class:`SanityCheckError` (the region
         is not in ERROR) and what :meth:`juggle` raises.
         """
+        self._check_open()
         with self._juggle_lock:
             snap = self.fabric.region(region).snapshot()
             if snap.state != "ERROR":
@@ -792,7 +880,7 @@ class Framework:
         why: str,
         m: ManagedService,
     ) -> None:
-        self.juggles.append(
+        self._remember(
             JuggleReport(
                 to_hardware=entering,
                 to_software=leaving,
@@ -811,6 +899,7 @@ class Framework:
         Raises :class:`UnknownServiceError`, :class:`TierUnavailableError` naming the tier,
         or what :meth:`juggle` raises when entering hardware.
         """
+        self._check_open()
         m = self._managed_of(service_id)
         if tier not in TIERS or tier not in m.tiers():
             raise TierUnavailableError(
@@ -870,10 +959,12 @@ class Framework:
         :class:`~juggle.errors.ProgrammingModelError`,
         :class:`~juggle.errors.DuplicateTenantError`.
         """
+        self._check_open()
         return self._tenancy.add_tenant(name, priority=priority, realtime=realtime, model=model)
 
     def tenants(self) -> tuple[TenantSnapshot, ...]:
         """Snapshots of the tenants (priority, model, each virtual device's state and region)."""
+        self._check_open()
         return self._tenancy.tenants()
 
     def signals(self, tenant: str) -> SignalChannel:
@@ -881,14 +972,21 @@ class Framework:
 
         Raises :class:`~juggle.errors.UnknownTenantError`.
         """
+        self._check_open()
         return self._tenancy.signals(tenant)
 
     # -- controllers -------------------------------------------------------------------------
 
-    def set_foreground(self, app: str | None) -> list[JuggleReport]:
-        """Tell the runtime which application has the focus; runs the controller once."""
+    def set_foreground(
+        self, app: str | None, errors: list[str] | None = None
+    ) -> list[JuggleReport]:
+        """Tell the runtime which application has the focus; runs the controller once
+        (its failed juggles are appended to ``errors``, as :meth:`control`)."""
+        self._check_open()
+        if app is not None and not isinstance(app, str):
+            raise ConfigurationError(f'"app" must be a string or None, got {app!r}', app)
         self._foreground = app
-        return self.control() if self.controller is not None else []
+        return self.control(errors) if self.controller is not None else []
 
     @property
     def foreground(self) -> str | None:
@@ -897,6 +995,7 @@ class Framework:
 
     def set_controller(self, controller: Controller | None) -> None:
         """Use ``controller`` (a policy) for :meth:`control`; None turns control off."""
+        self._check_open()
         if controller is not None and not isinstance(controller, Controller):
             raise ControllerError(
                 f"{controller!r} is not a controller (needs name and decide(snapshot))",
@@ -912,6 +1011,7 @@ class Framework:
         ``queue_capacity``. ``gain_us`` is the measured mean duration in software minus that
         in hardware once both tiers have served calls (None before).
         """
+        self._check_open()
         services = []
         stats = {s.service_id: self.statistics(s.service_id) for s in self.services()}
         total_rate = sum(s.rate_per_s for s in stats.values()) or 1.0
@@ -950,8 +1050,10 @@ class Framework:
             return None
         return float(profile.config_port.transfer_ps(size)) / 1e6
 
-    def control(self) -> list[JuggleReport]:
-        """Run the controller once on a fresh snapshot and carry out its juggles."""
+    def control(self, errors: list[str] | None = None) -> list[JuggleReport]:
+        """Run the controller once on a fresh snapshot and carry out its juggles; a juggle
+        that fails is logged, kept in :attr:`controller_errors` and appended to ``errors``."""
+        self._check_open()
         if self.controller is None:
             return []
         actions: Sequence[JuggleAction] = self.controller.decide(self.snapshot())
@@ -960,12 +1062,16 @@ class Framework:
             try:
                 reports.append(self.juggle(action.to_hardware, action.to_software))
             except JuggleError as exc:
-                self.controller_errors.append(f"{action}: {exc}")
+                message = f"{action}: {exc}"
+                self.controller_errors.append(message)
+                if errors is not None:
+                    errors.append(message)
                 log.warning("controller %s: %s failed: %s", self.controller.name, action, exc)
         return reports
 
     def start_control_loop(self, interval_s: float = 0.1) -> None:
         """Run :meth:`control` every ``interval_s`` seconds in a background thread."""
+        self._check_open()
         if interval_s <= 0:
             raise ValueError(f'"interval_s" must be > 0, got {interval_s!r}')
         self.stop_control_loop()
@@ -988,16 +1094,31 @@ class Framework:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the control loop and every module; leave the fabric empty."""
+        """Stop the control loop, the tenants' manager and the fault supervisor, stop and
+        uninstall every module (the fabric is left empty) and release the fabric. Afterwards
+        every method raises :class:`~juggle.errors.FrameworkClosedError`; closing again does
+        nothing."""
+        with self._lock:
+            if self._closed or self._closing:
+                return
+            self._closing = True
+        try:
+            self.stop_control_loop()
+            self._tenancy.close()  # waiting tenant calls end
+            for module in list(self._modules.values()):
+                with contextlib.suppress(JuggleError):
+                    if module.state is ModuleState.ACTIVE:
+                        self._stop_module(module)
+                    self._uninstall_module(module)
+            self._stop_supervisor()
+            self._history.clear()
+            self.fabric.close()
+        finally:
+            self._closed = True
+
+    def _check_open(self) -> None:
         if self._closed:
-            return
-        self.stop_control_loop()
-        self._tenancy.close()  # waiting tenant calls end
-        for module in list(self._modules.values()):
-            if module.state is ModuleState.ACTIVE:
-                module.stop()
-            module.uninstall()
-        self._closed = True
+            raise FrameworkClosedError("the framework is closed", self)
 
     def __enter__(self) -> Framework:
         return self

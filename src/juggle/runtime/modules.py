@@ -241,6 +241,7 @@ class Module:
         return self.descriptor.module.version
 
     def _require(self, *states: ModuleState, action: str) -> None:
+        self._framework._check_open()
         if self.state not in states:
             raise ModuleStateError(
                 f"cannot {action} module {self.name!r} (id {self.module_id}): it is "

@@ -53,6 +53,10 @@ __all__ = ["Hardware", "ManagedService", "ProxyFactory", "Switched"]
 VERIFY_PROPERTY = "juggle.verify"
 
 
+#: the consumer name under which released consumers' statistics are kept, folded together
+RELEASED = "(released)"
+
+
 @dataclass(slots=True)
 class Hardware:
     """A service's hardware module: driver class, bitstream per region, resource needs."""
@@ -111,7 +115,9 @@ class ManagedService:
         self.current: object | None = None  # a shared service's implementation now
         self.devices: dict[str, HardwareDevice] = {}  # consumer (or "") -> virtual device
         self.proxies: dict[str, ServiceProxy] = {}
-        self.released: dict[str, dict[str, dict[str, Accumulator]]] = {}
+        #: tier → method → statistics of every consumer that gave its proxy back (folded
+        #: into one total, so memory does not grow with the consumers ever seen)
+        self.released: dict[str, dict[str, Accumulator]] = {}
         self.registration: ServiceRegistration | None = None
         self.lock = threading.RLock()
         self.started = time.monotonic()
@@ -328,10 +334,11 @@ class ManagedService:
     # -- consumers ---------------------------------------------------------------------------
 
     def traces(self) -> dict[str, dict[str, dict[str, Accumulator]]]:
-        """consumer → tier → method → accumulator (released proxies included)."""
-        out: dict[str, dict[str, dict[str, Accumulator]]] = {
-            c: {t: dict(m) for t, m in tiers.items()} for c, tiers in self.released.items()
-        }
+        """consumer → tier → method → accumulator; the released consumers' together under
+        :data:`RELEASED`."""
+        out: dict[str, dict[str, dict[str, Accumulator]]] = {}
+        if self.released:
+            out[RELEASED] = {t: dict(m) for t, m in self.released.items()}
         for consumer, proxy in list(self.proxies.items()):
             for tier, per_method in binding_of(proxy).traces().items():
                 target = out.setdefault(consumer, {}).setdefault(tier, {})
@@ -346,10 +353,9 @@ class ManagedService:
             if proxy is None:
                 return
             binding = binding_of(proxy)
-            released = self.released.setdefault(consumer, {})
             for tier, per_method in binding.traces().items():
                 for name, acc in per_method.items():
-                    released.setdefault(tier, {}).setdefault(name, Accumulator()).add(acc)
+                    self.released.setdefault(tier, {}).setdefault(name, Accumulator()).add(acc)
             binding.switch(make_gone(binding, self.service_id), "gone", carry=False)
             if self.per_consumer:
                 self.devices.pop(consumer, None)

@@ -28,6 +28,7 @@ BITSTREAMS: tuple[tuple[str, str, int], ...] = (
     ("math/opb_prr_0_adder_partial.bit", "adder", 123_249),
     ("math/opb_prr_0_multiplier_partial.bit", "multiplier", 128_222),
     ("audio/bitstreams/adpcm_prr0.bit", "adpcm", 138_412),
+    ("aes/bitstreams/aes_prr0.bit", "aes", 149_088),
 )
 
 

@@ -39,6 +39,7 @@ EXPECTED = {
     "tdes": ("juggle.toml", {"bitstreams/tdes_prr0.bit": ("tdes", 149_088)}),
     "des": ("juggle.toml", {"bitstreams/des_prr0.bit": ("des", 149_087)}),
     "audio": ("juggle.toml", {"bitstreams/adpcm_prr0.bit": ("adpcm", 138_412)}),
+    "aes": ("juggle.toml", {"bitstreams/aes_prr0.bit": ("aes", 149_088)}),
     "math": (
         "comodule.xml",
         {
@@ -142,7 +143,7 @@ def test_bitstreams_match_table_3(name: str) -> None:
 
 
 def test_crypto_modules_properties() -> None:
-    for name, algorithm in (("tdes", "tdes"), ("des", "des")):
+    for name, algorithm in (("tdes", "tdes"), ("des", "des"), ("aes", "aes")):
         (service,) = load_descriptor(name).services
         assert service.interfaces == ["crypto.EncryptionService"]
         assert service.properties == {"algorithm": algorithm, "version": "1.0.0"}

@@ -24,6 +24,7 @@ BUILTIN_MODELS: Mapping[str, str] = {
     "adder": "juggle.services.arith:AdderCore",
     "multiplier": "juggle.services.arith:MultiplierCore",
     "adpcm": "juggle.services.audio:AdpcmCore",
+    "aes": "juggle.services.crypto.aes_hw:AesCore",
 }
 
 _PATH_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")

@@ -180,6 +180,7 @@ class _CipherDriver(EncryptionService):
 
     def _run(self, buf: Buffer, size: int, control: int) -> int:
         view = block_view(buf, size)
+        src = view if view.c_contiguous else view[:size].tobytes()  # a strided view: a copy
         read, write = self._mmio.read32, self._mmio.write32
         unpack, pack = _HALVES.unpack_from, _HALVES.pack_into
         max_polls, done = self._max_polls, r.STATUS_DONE
@@ -191,7 +192,7 @@ class _CipherDriver(EncryptionService):
                     subject=self,
                 )
             for offset in range(0, size, 8):
-                hi, lo = unpack(view, offset)
+                hi, lo = unpack(src, offset)
                 write(r.DATA_HI, hi)
                 write(r.DATA_LO, lo)
                 write(r.CONTROL, control)

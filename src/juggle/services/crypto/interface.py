@@ -1,7 +1,7 @@
 """The ``crypto.EncryptionService`` contract (Juggle Listing 5) and its argument checks.
 
 A block cipher service works in place: ``encrypt(buf, size)`` replaces the first ``size`` bytes
-of ``buf`` with their ciphertext (ECB over 8-byte blocks) and returns ``size``; ``decrypt`` is the
+of ``buf`` with their ciphertext (ECB over the cipher's blocks: 8 bytes for DES/TDES, 16 for AES) and returns ``size``; ``decrypt`` is the
 inverse. The key is state the service keeps between calls, so ``load_key`` is marked
 :func:`~juggle.runtime.interfaces.state_setting` and a proxy replays it when it switches tiers.
 """
@@ -35,7 +35,7 @@ class EncryptionService:
         """Set the key for later calls.
 
         Raises :class:`~juggle.errors.KeyLengthError` if the key has the wrong length
-        (DES: 8 bytes; TDES: 16 for 2-key or 24 for 3-key).
+        (DES: 8 bytes; TDES: 16 for 2-key or 24 for 3-key; AES-128: 16).
         """
         raise NotImplementedError
 

@@ -381,7 +381,8 @@ class BackendError(FabricError):
 
 
 class KeyLengthError(ServiceArgumentError):
-    """A cipher key has the wrong length (DES: 8 bytes; TDES: 16 or 24; AES-128: 16); names the length."""
+    """A cipher key has the wrong length (DES: 8 bytes; TDES: 16 or 24; AES-128: 16); names the
+    length."""
 
 
 class BlockSizeError(ServiceArgumentError):

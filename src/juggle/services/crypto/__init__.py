@@ -10,7 +10,8 @@ AES-128 (``algorithm = "aes"``, 16-byte key and blocks) is the same service at t
 :class:`SoftwareAES` (:mod:`.aes`), :class:`NativeAES` (:mod:`.aes_native`) and
 :class:`AesDriver` over ThumbPod's 11-cycle core, modeled by :class:`AesCore` (:mod:`.aes_hw`).
 
-All tiers give identical bytes for the same key and input (ECB, in place; 8-byte blocks for DES/TDES, 16 for AES-128).
+All tiers give identical bytes for the same key and input (ECB, in place; 8-byte blocks for
+DES/TDES, 16 for AES-128).
 """
 
 from juggle.services.crypto.aes import SoftwareAES

@@ -1,9 +1,10 @@
 """The ``crypto.EncryptionService`` contract (Juggle Listing 5) and its argument checks.
 
 A block cipher service works in place: ``encrypt(buf, size)`` replaces the first ``size`` bytes
-of ``buf`` with their ciphertext (ECB over the cipher's blocks: 8 bytes for DES/TDES, 16 for AES) and returns ``size``; ``decrypt`` is the
-inverse. The key is state the service keeps between calls, so ``load_key`` is marked
-:func:`~juggle.runtime.interfaces.state_setting` and a proxy replays it when it switches tiers.
+of ``buf`` with their ciphertext (ECB over the cipher's blocks: 8 bytes for DES/TDES, 16 for
+AES) and returns ``size``; ``decrypt`` is the inverse. The key is state the service keeps
+between calls, so ``load_key`` is marked :func:`~juggle.runtime.interfaces.state_setting` and a
+proxy replays it when it switches tiers.
 """
 
 from __future__ import annotations

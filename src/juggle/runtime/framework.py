@@ -32,13 +32,16 @@ from juggle.errors import (
     ConfigurationError,
     ControllerError,
     DescriptorError,
+    DuplicateModuleError,
     FabricError,
     FrameworkClosedError,
+    IntegrityError,
     JuggleError,
     MissingBitstreamError,
     ModuleError,
     SanityCheckError,
     ServiceUnavailableError,
+    SignatureError,
     TierUnavailableError,
     UnknownInterfaceError,
     UnknownModuleError,
@@ -50,12 +53,26 @@ from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.runtime.descriptors import Descriptor, ServiceSpec
 from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, HardwareCore
+from juggle.runtime.integrity import (
+    DESCRIPTOR_FILE,
+    load_public_keys,
+    sha256_of,
+    unpinned,
+    verify_pins,
+    verify_signature,
+)
 from juggle.runtime.interfaces import InterfaceCatalog, interface_methods, short_name
 from juggle.runtime.juggler import Juggler, JuggleStep
-from juggle.runtime.modules import CodeNamespace, Module, ModuleSource, ModuleState
+from juggle.runtime.modules import (
+    CodeNamespace,
+    Module,
+    ModuleSource,
+    ModuleState,
+    check_constructor,
+)
 from juggle.runtime.proxy import TIERS, ServiceProxy, binding_of
 from juggle.runtime.registry import Registry
-from juggle.runtime.services import Hardware, ManagedService, ProxyFactory
+from juggle.runtime.services import Hardware, ManagedService, PinnedFile, ProxyFactory
 from juggle.runtime.tenancy import SignalChannel, TenantArbiter, TenantSnapshot
 from juggle.runtime.tracing import Accumulator, CallStats, merge, ns_per_tick
 
@@ -199,8 +216,6 @@ class Framework:
         self.limits = limits
         self.trusted_keys: list[Any] | None = None
         if trusted_keys is not None:
-            from juggle.runtime.integrity import load_public_keys
-
             self.trusted_keys = load_public_keys(trusted_keys)
         if queue_capacity < 1:
             raise ValueError(f'"queue_capacity" must be >= 1, got {queue_capacity!r}')
@@ -251,13 +266,59 @@ class Framework:
         :class:`~juggle.errors.BitstreamError` / :class:`~juggle.errors.ResourceError`.
         """
         self._check_open()
-        source = ModuleSource.open(path)
-        descriptor = source.load_descriptor()
+        source, descriptor = self._open_module(path)
+        self._refuse_duplicate(source, descriptor)
         namespace, resolved = self._load_code(source, descriptor)
         with self._lock:
+            try:
+                self._refuse_duplicate(source, descriptor)  # installed meanwhile
+            except ModuleError:
+                namespace.unload()
+                raise
             module = Module(self, next(self._module_ids), source, descriptor, namespace, resolved)
             self._modules[module.module_id] = module
         return module
+
+    def _open_module(self, path: str | Path) -> tuple[ModuleSource, Descriptor]:
+        """Open, authenticate and parse the module at ``path`` and verify its pinned files,
+        before any of its code runs: the signature over the descriptor's bytes first (with
+        ``trusted_keys``), then the descriptor, then every pinned file."""
+        source = ModuleSource.open(path, self.limits)
+        raw = source.descriptor_bytes()
+        origin = source.display(source.descriptor)
+        if self.trusted_keys is not None:
+            if source.descriptor != DESCRIPTOR_FILE:
+                raise SignatureError(
+                    f"{origin}: only juggle.toml modules can be signed, and this framework "
+                    "requires trusted signatures",
+                    origin,
+                )
+            verify_signature(raw, source.signature(), self.trusted_keys, origin)
+        descriptor = source.load_descriptor(raw)
+        if self.trusted_keys is not None:
+            missing = unpinned(descriptor.pins, source.files())
+            if missing:
+                raise SignatureError(
+                    f"{origin}: signed, but file {missing[0]!r} is not pinned (run juggle "
+                    "module lock, then sign again)",
+                    missing[0],
+                )
+        verify_pins(descriptor.pins, source.read_bytes, origin=origin)
+        source.pins = dict(descriptor.pins)
+        return source, descriptor
+
+    def _refuse_duplicate(self, source: ModuleSource, descriptor: Descriptor) -> None:
+        info = descriptor.module
+        for module in self._modules.values():
+            if module.source.location == source.location or (
+                module.name == info.name and module.version == info.version
+            ):
+                raise DuplicateModuleError(
+                    f"module {info.name!r} {info.version} from {str(source.location)!r} is "
+                    f"installed already (id {module.module_id}, from "
+                    f"{str(module.source.location)!r}); uninstall or update it",
+                    module.module_id,
+                )
 
     def _load_code(
         self, source: ModuleSource, descriptor: Descriptor
@@ -295,16 +356,21 @@ class Framework:
             impl = getattr(spec, tier)
             if impl is not None:
                 cls = namespace.resolve(impl.class_, f"{tier} class")
-                classes[tier] = self._check_class(cls, impl.class_, interfaces[0])
+                classes[tier] = self._check_class(cls, impl.class_, interfaces[0], args=0)
         hardware = None
         if spec.hardware is not None:
             hardware = self._resolve_hardware(spec, source, namespace, interfaces[0])
         return {"spec": spec, "interface": interfaces[0], "classes": classes, "hardware": hardware}
 
     @staticmethod
-    def _check_class(cls: object, name: str, interface: type) -> type:
+    def _check_class(cls: object, name: str, interface: type, *, args: int = -1) -> type:
+        """``cls`` is a class with ``interface``'s methods whose constructor takes ``args``
+        positional arguments (-1: not checked; an implementation takes 0, a driver its MMIO
+        window)."""
         if not isinstance(cls, type):
             raise DescriptorError(f"{name!r} is not a class", subject=name)
+        if args >= 0:
+            check_constructor(cls, name, args)
         missing = [m.name for m in interface_methods(interface) if not hasattr(cls, m.name)]
         if missing:
             raise DescriptorError(
@@ -318,9 +384,10 @@ class Framework:
     ) -> Hardware:
         hw = spec.hardware
         assert hw is not None
-        driver = self._check_class(ns.resolve(hw.driver, "driver"), hw.driver, interface)
+        driver = self._check_class(ns.resolve(hw.driver, "driver"), hw.driver, interface, args=1)
         model = ns.resolve(hw.model, "model") if hw.model else None
         bitstreams: dict[str, tuple[Bitstream, bytes]] = {}
+        pinned: dict[str, PinnedFile] = {}
         for region, relpath in hw.bitstreams.items():
             if not relpath or not source.exists(relpath):
                 raise MissingBitstreamError(
@@ -329,12 +396,18 @@ class Framework:
                     subject=source.display(relpath),
                 )
             data = source.read_bytes(relpath)
-            bitstream = parse_bitstream(data, source=source.display(relpath))
+            shown = source.display(relpath)
+            pin = source.pins.get(relpath)
+            if pin is not None and sha256_of(data) != pin:
+                raise IntegrityError(f"bitstream {shown!r} does not match its pin", shown)
+            bitstream = parse_bitstream(data, source=shown)
             target = region
             if region == "*":
                 names = self.fabric.region_names()
                 target = bitstream.region or (names[0] if names else "*")
             bitstreams[target] = (bitstream, data)
+            if pin is not None:
+                pinned[target] = source.pinned_file(relpath, pin)
         if model is not None:
             for bitstream, _ in bitstreams.values():
                 self.fabric.models.register(bitstream.design, model)
@@ -348,7 +421,7 @@ class Framework:
                     resources = declared
         for region, (bitstream, _) in bitstreams.items():
             self.fabric.check(bitstream, region, resources)
-        return Hardware(driver, bitstreams, resources)
+        return Hardware(driver, bitstreams, resources, pinned)
 
     def _model_resources(self, design: str) -> Resources | None:
         try:
@@ -440,8 +513,7 @@ class Framework:
 
     def _update_module(self, module: Module, path: str | Path | None) -> None:
         self._check_open()
-        source = ModuleSource.open(path if path is not None else module.source.location)
-        descriptor = source.load_descriptor()
+        source, descriptor = self._open_module(path if path is not None else module.source.location)
         if descriptor.module.name != module.name:
             raise ModuleError(
                 f"update of {module.name!r} found module {descriptor.module.name!r}",
@@ -531,6 +603,10 @@ class Framework:
         Raises :class:`ServiceUnavailableError` when nothing matches.
         """
         self._check_open()
+        if not isinstance(interface, str) or not interface:
+            raise ServiceUnavailableError(
+                f'"interface" must be a non-empty string, got {interface!r:.80}', interface
+            )
         refs = [
             ref
             for name in self._interface_names(interface)
@@ -547,6 +623,12 @@ class Framework:
     def unget_service(self, proxy: ServiceProxy) -> bool:
         """Give ``proxy`` back; its further calls raise :class:`ServiceUnavailableError`."""
         self._check_open()
+        if not isinstance(proxy, ServiceProxy):
+            raise UnknownServiceError(
+                f'"proxy" must be a proxy from get_service, got {type(proxy).__name__} '
+                f"{proxy!r:.80}",
+                subject=proxy,
+            )
         return self.registry.unget_service(proxy.service_id, proxy.consumer)
 
     def _managed_of(self, service_id: object) -> ManagedService:

@@ -32,6 +32,8 @@ from typing import Any, Protocol
 from juggle.errors import (
     CoreTimeoutError,
     HardwareFaultError,
+    JuggleError,
+    ModuleCodeError,
     RegionEmptyError,
     ServiceArgumentError,
     ServiceStateError,
@@ -189,7 +191,16 @@ class HardwareCore:
     ) -> None:
         self.region = region
         self.window = GuardedWindow(window, region, call_timeout_s)
-        self.driver: Any = driver_cls(self.window)
+        try:
+            self.driver: Any = driver_cls(self.window)
+        except JuggleError:
+            raise
+        except Exception as exc:  # a driver is third-party code
+            raise ModuleCodeError(
+                f"driver {getattr(driver_cls, '__name__', driver_cls)!r} failed to start in "
+                f"region {region!r}: {type(exc).__name__}: {exc}",
+                region,
+            ) from exc
         self.saves_context = has_core_context(self.driver)
         self.lock = threading.RLock()
         self.owner: HardwareDevice | None = None
@@ -253,7 +264,15 @@ def _buffers(args: tuple[Any, ...]) -> list[tuple[int, bytes]]:
 
 def _put_back(args: tuple[Any, ...], saved: list[tuple[int, bytes]]) -> None:
     for i, data in saved:
-        memoryview(args[i]).cast("B")[:] = data
+        _write_into(args[i], data)
+
+
+def _write_into(buf: Any, data: bytes) -> None:
+    """Put ``data`` into the writable buffer ``buf`` (any shape; a strided view too)."""
+    view = memoryview(buf)
+    if view.ndim != 1 or view.format != "B":
+        view = view.cast("B")  # other shapes and formats: contiguous ones only
+    view[:] = data
 
 
 class HardwareDevice:
@@ -379,7 +398,7 @@ class HardwareDevice:
         self.host.count("mismatches")
         self._fault(f"{name}() returned a result that differs from the software tier's")
         for i, _ in saved:
-            memoryview(args[i]).cast("B")[:] = soft_args[i]
+            _write_into(args[i], soft_args[i])
         return expected
 
     def __repr__(self) -> str:

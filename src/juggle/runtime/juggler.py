@@ -211,6 +211,7 @@ class Juggler:
         """Program ``m``'s bitstream into ``region`` and build its driver there."""
         assert m.hardware is not None
         bitstream, data = m.hardware.bitstreams[region]
+        m.hardware.check_pinned(region)  # the module on disk changed since install: refuse
         report = self.fw.fabric.program(
             region,
             bitstream,

@@ -16,80 +16,177 @@ from __future__ import annotations
 import enum
 import importlib
 import importlib.machinery
+import inspect
 import itertools
+import os
 import sys
 import types
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from juggle.errors import DescriptorError, ModuleError, ModuleStateError, UnknownClassError
+from juggle.errors import (
+    InputLimitError,
+    IntegrityError,
+    JuggleError,
+    ModuleCodeError,
+    ModuleError,
+    ModuleStateError,
+    UnknownClassError,
+)
+from juggle.limits import DEFAULT_LIMITS, Limits, check_size
 from juggle.runtime.descriptors import (
     DESCRIPTOR_NAMES,
     Descriptor,
     parse_comodule_xml,
     parse_toml,
 )
+from juggle.runtime.integrity import SIGNATURE_FILE, inside, module_files
 
 if TYPE_CHECKING:
     from juggle.runtime.framework import Framework
+    from juggle.runtime.services import PinnedFile
 
 _namespace_ids = itertools.count(1)
 
+#: archive members smaller than this are not held to the compression-ratio limit (a small
+#: file of zeros compresses well and harms no one)
+_RATIO_FLOOR = 1 << 20
+
+
+def code_error(module: str, doing: str, exc: BaseException, root: str = "") -> ModuleCodeError:
+    """The error for module code that failed while ``doing`` something (chain ``exc``): names
+    the module, the exception and, where the traceback passes through files under ``root``
+    (the module's code), the last such line."""
+    where = ""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f" ({exc.filename}:{exc.lineno})"
+    elif root:
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename.startswith(root):
+                where = f" ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
+            tb = tb.tb_next
+    return ModuleCodeError(
+        f"module {module!r}: {doing} raised {type(exc).__name__}: {exc}{where}", module
+    )
+
+
+def check_constructor(cls: type, name: str, args: int) -> None:
+    """Raise :class:`UnknownClassError` unless ``cls(*args positional values)`` binds (what the
+    runtime will call: an implementation with none, a driver with its MMIO window)."""
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return  # a builtin or C class: nothing to read
+    try:
+        signature.bind(*([None] * args))
+    except TypeError as exc:
+        takes = "no arguments" if args == 0 else "the MMIO window as its one argument"
+        raise UnknownClassError(
+            f"class {name!r}: its constructor {cls.__name__}{signature} must take {takes} ({exc})",
+            subject=name,
+        ) from exc
+
 
 class ModuleSource:
-    """Where a module's files come from: a folder or a ``.zip`` archive.
+    """Where a module's files come from: a folder or a ``.zip`` archive, read within ``limits``.
 
-    ``descriptor`` is the descriptor's path relative to the module root.
+    ``descriptor`` is the descriptor's path relative to the module root. Every read is
+    bounded before it starts (a folder's files by ``stat``, an archive's members by their
+    declared sizes, checked once when the archive is opened) and confined to the module (a path
+    or symlink leading out of it raises :class:`~juggle.errors.IntegrityError`).
     """
 
-    def __init__(self, location: Path, root: Path, zip_prefix: str | None, descriptor: str):
+    def __init__(
+        self,
+        location: Path,
+        root: Path,
+        zip_prefix: str | None,
+        descriptor: str,
+        limits: Limits = DEFAULT_LIMITS,
+        members: Mapping[str, zipfile.ZipInfo] | None = None,
+    ):
         self.location = location
         self.root = root
         self.zip_prefix = zip_prefix
         self.descriptor = descriptor
+        self.limits = limits
+        self._members = dict(members or {})
+        #: module-relative path → sha256 of the files the descriptor pins (once verified)
+        self.pins: dict[str, str] = {}
 
     @classmethod
-    def open(cls, path: str | Path) -> ModuleSource:
+    def open(cls, path: str | Path, limits: Limits = DEFAULT_LIMITS) -> ModuleSource:
         """Find the module at ``path`` (folder, ``.zip``, or descriptor file).
 
-        Raises :class:`ModuleError` when the path does not exist or holds no descriptor.
+        Raises :class:`ModuleError` when the path is malformed, does not exist or holds no
+        descriptor, or the archive is unreadable; :class:`~juggle.errors.InputLimitError` when
+        the archive exceeds ``limits`` (size, members, declared sizes, compression ratio).
         """
-        location = Path(path).expanduser().resolve()
-        if not location.exists():
-            raise ModuleError(f"no module at {str(path)!r}: path does not exist", subject=path)
-        if location.is_dir():
+        if not isinstance(path, str | os.PathLike):
+            raise ModuleError(
+                f'module "path" must be a str or path, got {type(path).__name__}', subject=path
+            )
+        text = os.fspath(path)
+        if not isinstance(text, str) or "\x00" in text or not text:
+            raise ModuleError(f"module path {text!r} is empty or contains a NUL", subject=path)
+        try:
+            location = Path(text).expanduser().resolve()
+            exists, is_dir = location.exists(), location.is_dir()
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ModuleError(f"module path {text!r} cannot be resolved: {exc}", path) from exc
+        if not exists:
+            raise ModuleError(f"no module at {text!r}: path does not exist", subject=path)
+        if is_dir:
             for name in DESCRIPTOR_NAMES:
                 if (location / name).is_file():
-                    return cls(location, location, None, name)
+                    return cls(location, location, None, name, limits)
             raise ModuleError(
                 f"no descriptor in {str(location)!r}: expected one of "
                 f"{', '.join(DESCRIPTOR_NAMES)}",
                 subject=path,
             )
-        if zipfile.is_zipfile(location):
-            return cls._open_zip(location)
         if location.suffix in (".toml", ".xml"):
-            return cls(location, location.parent, None, location.name)
+            return cls(location, location.parent, None, location.name, limits)
+        if location.suffix == ".zip" or zipfile.is_zipfile(location):
+            return cls._open_zip(location, limits)
         raise ModuleError(
-            f"{str(path)!r} is neither a module folder, a .zip, nor a .toml/.xml descriptor",
+            f"{text!r} is neither a module folder, a .zip, nor a .toml/.xml descriptor",
             subject=path,
         )
 
     @classmethod
-    def _open_zip(cls, location: Path) -> ModuleSource:
-        with zipfile.ZipFile(location) as archive:
-            names = set(archive.namelist())
+    def _open_zip(cls, location: Path, limits: Limits) -> ModuleSource:
+        check_size(
+            str(location), location.stat().st_size, limits.max_archive_bytes, "max_archive_bytes"
+        )
+        try:
+            with zipfile.ZipFile(location) as archive:
+                infos = archive.infolist()
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+            raise ModuleError(
+                f"archive {str(location)!r} cannot be read: {type(exc).__name__}: {exc}",
+                subject=location,
+            ) from exc
+        members = _checked_members(location, infos, limits)
+        names = set(members)
         for prefix in ("", *sorted({n.split("/", 1)[0] + "/" for n in names if "/" in n})):
             for name in DESCRIPTOR_NAMES:
                 if prefix + name in names:
-                    return cls(location, location, prefix, name)
+                    return cls(location, location, prefix, name, limits, members)
         raise ModuleError(
             f"no descriptor in archive {str(location)!r}: expected one of "
             f"{', '.join(DESCRIPTOR_NAMES)} at its root or in one top folder",
             subject=location,
         )
+
+    @property
+    def is_zip(self) -> bool:
+        """Whether the module is an archive."""
+        return self.zip_prefix is not None
 
     @property
     def code_path(self) -> str:
@@ -100,47 +197,134 @@ class ModuleSource:
 
     def _member(self, relpath: str) -> str:
         clean = PurePosixPath(relpath)
-        if clean.is_absolute() or ".." in clean.parts:
-            raise DescriptorError(
+        if not relpath or "\x00" in relpath or clean.is_absolute() or ".." in clean.parts:
+            raise IntegrityError(
                 f"file {relpath!r} must be a path inside the module", subject=relpath
             )
         return f"{self.zip_prefix or ''}{clean.as_posix()}"
 
     def exists(self, relpath: str) -> bool:
-        """Whether the module has the file ``relpath``."""
+        """Whether the module has the file ``relpath`` (a path out of it raises)."""
         member = self._member(relpath)
         if self.zip_prefix is None:
-            return (self.root / member).is_file()
-        with zipfile.ZipFile(self.root) as archive:
-            return member in archive.namelist()
+            return inside(self.root, member).is_file()
+        return member in self._members
 
-    def read_bytes(self, relpath: str) -> bytes:
-        """Contents of the module's file ``relpath``."""
-        member = self._member(relpath)
+    def files(self) -> list[str]:
+        """Every file of the module, as module-relative POSIX paths."""
         if self.zip_prefix is None:
-            return (self.root / member).read_bytes()
-        with zipfile.ZipFile(self.root) as archive:
-            return archive.read(member)
+            return module_files(self.root, limits=self.limits)
+        cut = len(self.zip_prefix)
+        return sorted(
+            name[cut:]
+            for name, info in self._members.items()
+            if name.startswith(self.zip_prefix) and not info.is_dir()
+        )
+
+    def read_bytes(self, relpath: str, limit: str = "max_bitstream_bytes") -> bytes:
+        """Contents of the module's file ``relpath``, refused before reading when larger than
+        the ``limit`` field of :class:`~juggle.limits.Limits`."""
+        member = self._member(relpath)
+        maximum = getattr(self.limits, limit)
+        shown = self.display(relpath)
+        if self.zip_prefix is None:
+            path = inside(self.root, member)
+            try:
+                check_size(shown, path.stat().st_size, maximum, limit)
+                with path.open("rb") as file:
+                    data = file.read(maximum + 1)
+            except OSError as exc:
+                raise ModuleError(f"cannot read {shown!r}: {exc}", subject=shown) from exc
+            check_size(shown, len(data), maximum, limit)  # it grew meanwhile
+            return data
+        info = self._members.get(member)
+        if info is None:
+            raise ModuleError(f"archive has no file {shown!r}", subject=shown)
+        check_size(shown, info.file_size, maximum, limit)
+        try:
+            with zipfile.ZipFile(self.root) as archive:
+                return archive.read(info)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            raise ModuleError(
+                f"cannot read {shown!r} from the archive: {type(exc).__name__}: {exc}", shown
+            ) from exc
+
+    def pinned_file(self, relpath: str, digest: str) -> PinnedFile:
+        """A :class:`~juggle.runtime.services.PinnedFile` for ``relpath``, verified now."""
+        from juggle.runtime.services import PinnedFile  # services imports this module
+
+        path = self.root if self.zip_prefix is not None else inside(self.root, relpath)
+        return PinnedFile(path, self.display(relpath), digest, lambda: self.read_bytes(relpath))
 
     def display(self, relpath: str) -> str:
         """A path for messages."""
         return f"{self.code_path}/{relpath}"
 
-    def load_descriptor(self) -> Descriptor:
-        """Parse and validate the descriptor (:class:`DescriptorError` on any problem)."""
+    def descriptor_bytes(self) -> bytes:
+        """The descriptor's bytes (at most ``Limits.max_descriptor_bytes``)."""
+        return self.read_bytes(self.descriptor, "max_descriptor_bytes")
+
+    def load_descriptor(self, data: bytes | None = None) -> Descriptor:
+        """Parse and validate the descriptor (``data``: its bytes, if read already)."""
         origin = self.display(self.descriptor)
-        text = self.read_bytes(self.descriptor).decode("utf-8")
+        raw = self.descriptor_bytes() if data is None else data
         if self.descriptor.endswith(".xml"):
             base = self.location.stem if self.location.is_file() else self.location.name
             name = "".join(c if c.isalnum() or c in "-_" else "-" for c in base.lower())
-            return parse_comodule_xml(text, origin, name.strip("-_") or "comodule")
-        return parse_toml(text, origin)
+            return parse_comodule_xml(
+                raw, origin, name.strip("-_") or "comodule", limits=self.limits
+            )
+        return parse_toml(raw, origin, limits=self.limits)
+
+    def signature(self) -> bytes | None:
+        """The signature file beside the descriptor, if the module has one."""
+        if not self.exists(SIGNATURE_FILE):
+            return None
+        return self.read_bytes(SIGNATURE_FILE, "max_descriptor_bytes")
+
+
+def _checked_members(
+    location: Path, infos: list[zipfile.ZipInfo], limits: Limits
+) -> dict[str, zipfile.ZipInfo]:
+    """An archive's members by name, after checking the declared figures against ``limits``
+    (nothing is decompressed). Raises :class:`~juggle.errors.InputLimitError` or
+    :class:`ModuleError` (two members with one name)."""
+    where = str(location)
+    if len(infos) > limits.max_members:
+        raise InputLimitError(
+            f"archive {where!r} has {len(infos):,} members, over the limit of "
+            f"{limits.max_members:,} (Limits.max_members)",
+            where,
+        )
+    members: dict[str, zipfile.ZipInfo] = {}
+    total = 0
+    for info in infos:
+        if info.filename in members:
+            raise ModuleError(f"archive {where!r} holds two members named {info.filename!r}", where)
+        members[info.filename] = info
+        shown = f"{where}/{info.filename}"
+        check_size(shown, info.file_size, limits.max_bitstream_bytes, "max_bitstream_bytes")
+        total += info.file_size
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > _RATIO_FLOOR and ratio > limits.max_compression_ratio:
+            raise InputLimitError(
+                f"{shown} expands {ratio:,.0f}-fold ({info.compress_size:,} to "
+                f"{info.file_size:,} bytes), over the limit of {limits.max_compression_ratio} "
+                "(Limits.max_compression_ratio)",
+                shown,
+            )
+    check_size(
+        f"archive {where!r} unpacked", total, limits.max_unpacked_bytes, "max_unpacked_bytes"
+    )
+    return members
 
 
 class CodeNamespace:
     """A module's code, imported under a package name of its own."""
 
     def __init__(self, source: ModuleSource, module_name: str) -> None:
+        self.module_name = module_name
+        self.root = source.code_path
         safe = "".join(c if c.isalnum() else "_" for c in module_name)
         self.package = f"_juggle_module_{next(_namespace_ids)}_{safe}"
         package = types.ModuleType(self.package, f"code of juggle module {module_name!r}")
@@ -164,12 +348,23 @@ class CodeNamespace:
                 "module, then the class)",
                 subject=dotted,
             )
+        target = f"{self.package}.{module_path}"
         try:
-            module = importlib.import_module(f"{self.package}.{module_path}")
+            module = importlib.import_module(target)
         except ModuleNotFoundError as exc:
+            if exc.name is None or not target.startswith(exc.name):  # its code imports wrongly
+                raise code_error(
+                    self.module_name, f"importing {module_path!r}", exc, self.root
+                ) from exc
             raise UnknownClassError(
                 f"{what} {dotted!r}: the module has no code {module_path!r} ({exc})",
                 subject=dotted,
+            ) from exc
+        except JuggleError:
+            raise
+        except Exception as exc:  # module code is third-party: anything may fail at import
+            raise code_error(
+                self.module_name, f"importing {module_path!r}", exc, self.root
             ) from exc
         try:
             return getattr(module, attr)

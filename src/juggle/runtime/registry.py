@@ -23,6 +23,7 @@ from typing import Any, Final
 from juggle.errors import (
     AlreadyUnregisteredError,
     InvalidConsumerError,
+    ModuleCodeError,
     PropertyError,
     RegistrationError,
     ServiceFactoryError,
@@ -531,6 +532,8 @@ class Registry:
     def _create(self, factory: ServiceFactory, consumer: str, entry: _Entry) -> object:
         try:
             instance = factory.get_service(consumer, entry.registration)
+        except ModuleCodeError:
+            raise  # a module's own code failed: the error says so already
         except Exception as exc:
             raise ServiceFactoryError(
                 f"factory of service {entry.reference.service_id} failed for {consumer!r}: {exc}",

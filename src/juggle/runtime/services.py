@@ -20,16 +20,18 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from juggle.errors import TierUnavailableError
+from juggle.errors import IntegrityError, JuggleError, TierUnavailableError
 from juggle.fabric.bitstream import Bitstream
 from juggle.fabric.resources import Resources
 from juggle.runtime.descriptors import ServiceSpec
 from juggle.runtime.hardware import HardwareCore, HardwareDevice, device_class
-from juggle.runtime.modules import Module
+from juggle.runtime.integrity import sha256_of
+from juggle.runtime.modules import Module, code_error
 from juggle.runtime.proxy import (
     TIERS,
     ServiceProxy,
@@ -59,11 +61,61 @@ RELEASED = "(released)"
 
 @dataclass(slots=True)
 class Hardware:
-    """A service's hardware module: driver class, bitstream per region, resource needs."""
+    """A service's hardware module: driver class, bitstream per region, resource needs, and
+    the pinned bitstream files to check again before each program."""
 
     driver: type
     bitstreams: dict[str, tuple[Bitstream, bytes]]
     resources: Resources | None
+    pinned: dict[str, PinnedFile] = field(default_factory=dict)
+
+    def check_pinned(self, region: str) -> None:
+        """Raise :class:`~juggle.errors.IntegrityError` if the pinned file of ``region``'s
+        bitstream changed since it was verified (the module on disk was tampered with)."""
+        pinned = self.pinned.get(region)
+        if pinned is not None:
+            pinned.check()
+
+
+class PinnedFile:
+    """A module file verified against its ``sha256`` pin; :meth:`check` hashes it again only
+    when the file (or the archive holding it) changed on disk since (``stat``: size, mtime,
+    inode), so the check before every program costs a ``stat`` while nothing changes."""
+
+    __slots__ = ("_read", "_seen", "digest", "path", "shown")
+
+    def __init__(self, path: Path, shown: str, digest: str, read: Callable[[], bytes]) -> None:
+        self.path = path  # the file, or the archive holding it
+        self.shown = shown
+        self.digest = digest
+        self._read = read
+        self._seen = self._stat()
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+    def check(self) -> None:
+        """Raises :class:`~juggle.errors.IntegrityError` naming the file and both digests."""
+        now = self._stat()
+        if now is not None and now == self._seen:
+            return
+        try:
+            actual = sha256_of(self._read())
+        except JuggleError as exc:
+            raise IntegrityError(
+                f"pinned file {self.shown!r} cannot be checked: {exc}", self.shown
+            ) from exc
+        if actual != self.digest:
+            raise IntegrityError(
+                f"pinned file {self.shown!r} changed since install: sha256 {actual}, "
+                f"pinned {self.digest}",
+                self.shown,
+            )
+        self._seen = now
 
 
 @dataclass(slots=True)
@@ -172,7 +224,18 @@ class ManagedService:
             raise TierUnavailableError(
                 f"service {self.label} has no {tier!r} tier", subject=self.service_id
             )
-        return self.classes[tier]()
+        cls = self.classes[tier]
+        try:
+            return cls()
+        except JuggleError:
+            raise
+        except Exception as exc:  # module code is third-party
+            raise code_error(
+                self.module.name if self.module else self.label,
+                f"creating its {tier} implementation {cls.__name__}",
+                exc,
+                self.module.namespace.root if self.module else "",
+            ) from exc
 
     def impl_for(self, consumer: str) -> object:
         """What a new proxy of ``consumer`` is built with: the current implementation (a

@@ -244,6 +244,11 @@ class TenantArbiter:
                 f"tenant name {name!r} is reserved for the framework's own placements",
                 subject=name,
             )
+        if not isinstance(realtime, bool):
+            raise PriorityError(
+                f'"realtime" of tenant {name!r} must be True or False; got {realtime!r}',
+                subject=realtime,
+            )
         if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
             raise PriorityError(f'"priority" must be an int; got {priority!r}', subject=priority)
         top = LIVE_PRIORITY_LEVELS - 1

@@ -213,7 +213,7 @@ def test_fabric_window_gates_with_the_bridge(fabric: Fabric, bits: BitsFactory) 
 
 def test_builtin_catalog_names_the_reference_cores() -> None:
     catalog = ModelCatalog.builtin()
-    assert set(catalog.designs()) == {"des", "tdes", "adder", "multiplier", "adpcm"}
+    assert set(catalog.designs()) == {"des", "tdes", "adder", "multiplier", "adpcm", "aes"}
     assert BUILTIN_MODELS["tdes"] == "juggle.services.crypto.model:TdesCore"
     assert ModelCatalog.builtin() is not catalog  # no shared global state
 

@@ -307,3 +307,55 @@ def test_trusted_keys_refuse_unsigned_modules_and_accept_signed_ones(tmp_path: P
         assert [s.module for s in fw.services()] == ["tdes"]
         with unchanged(fw), pytest.raises(SignatureError, match="only juggle.toml"):
             fw.install(MODULES / "math")
+
+
+# -- isolation between modules ---------------------------------------------------------------
+
+EVIL_MODEL = '''
+from juggle.services.crypto.model import TdesCore
+
+
+class EvilCore(TdesCore):
+    """Claims to play the tdes design."""
+'''
+
+
+def test_a_module_cannot_replace_another_modules_core_model(
+    fw: juggle.Framework, tmp_path: Path
+) -> None:
+    models = fw.fabric.models
+    builtin = models.resolve("tdes")
+    code = (MODULES / "tdes" / "tdes_module.py").read_text() + EVIL_MODEL
+    folder = with_code(tmp_path, code)
+    toml = folder / "juggle.toml"
+    toml.write_text(
+        toml.read_text().replace('model = "tdes_module.TdesCore"', 'model = "tdes_module.EvilCore"')
+    )
+    with unchanged(fw), pytest.raises(juggle.errors.ModelRegistrationError, match="'tdes'"):
+        fw.install(folder)
+    assert models.resolve("tdes") is builtin
+
+
+def test_a_modules_own_design_model_is_gone_after_a_failed_install_and_after_uninstall(
+    fw: juggle.Framework, tmp_path: Path
+) -> None:
+    from juggle.fabric.bitstream import write_bitstream
+
+    folder = tdes_copy(tmp_path)
+    code = (MODULES / "tdes" / "tdes_module.py").read_text() + EVIL_MODEL
+    (folder / "tdes_module.py").write_text(code)
+    bit = folder / "bitstreams" / "tdes_prr0.bit"
+    write_bitstream(bit, "tdes2", "xc2vp30ff896", "prr0", bit.stat().st_size)
+    toml = folder / "juggle.toml"
+    text = toml.read_text().replace(
+        'model = "tdes_module.TdesCore"', 'model = "tdes_module.EvilCore"'
+    )
+    toml.write_text(text.replace("slices = 1835", "slices = 999999"))  # fails the resource check
+    with unchanged(fw), pytest.raises(juggle.errors.ResourceError):
+        fw.install(folder)
+    assert "tdes2" not in fw.fabric.models
+    toml.write_text(text)
+    module = fw.install(folder)
+    assert "tdes2" in fw.fabric.models
+    module.uninstall()
+    assert "tdes2" not in fw.fabric.models

@@ -321,14 +321,16 @@ class Framework:
                 )
 
     def _load_code(
-        self, source: ModuleSource, descriptor: Descriptor
+        self, source: ModuleSource, descriptor: Descriptor, replacing: str | None = None
     ) -> tuple[CodeNamespace, list[dict[str, Any]]]:
         """Import the module's code in its own namespace and resolve every service in it;
         on any error the namespace is unloaded again."""
         namespace = CodeNamespace(source, descriptor.module.name)
+        namespace.replacing = replacing
         try:
             return namespace, [self._resolve(s, source, namespace) for s in descriptor.services]
         except BaseException:
+            self.fabric.models.release(namespace.package)
             namespace.unload()
             raise
 
@@ -409,8 +411,10 @@ class Framework:
             if pin is not None:
                 pinned[target] = source.pinned_file(relpath, pin)
         if model is not None:
-            for bitstream, _ in bitstreams.values():
-                self.fabric.models.register(bitstream.design, model)
+            for bitstream, _ in bitstreams.values():  # released if the install fails
+                self.fabric.models.claim(
+                    bitstream.design, model, ns.package, replacing=ns.replacing
+                )
         resources = None
         if hw.resources is not None:
             resources = Resources(**hw.resources.model_dump())
@@ -519,12 +523,13 @@ class Framework:
                 f"update of {module.name!r} found module {descriptor.module.name!r}",
                 subject=str(source.location),
             )
-        namespace, resolved = self._load_code(source, descriptor)
+        namespace, resolved = self._load_code(source, descriptor, module.namespace.package)
         old_namespace = module.namespace
         if module.state is ModuleState.ACTIVE:
             self._swap_code(module, resolved)
         module.source, module.descriptor = source, descriptor
         module.namespace, module.resolved = namespace, resolved
+        self.fabric.models.release(old_namespace.package)  # what the new code no longer claims
         old_namespace.unload()
 
     def _swap_code(self, module: Module, resolved: list[dict[str, Any]]) -> None:
@@ -548,6 +553,7 @@ class Framework:
     def _uninstall_module(self, module: Module) -> None:
         if module.state is ModuleState.ACTIVE:
             self._stop_module(module)
+        self.fabric.models.release(module.namespace.package)
         module.namespace.unload()
         module.state = ModuleState.UNINSTALLED
         with self._lock:

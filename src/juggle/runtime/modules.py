@@ -325,6 +325,8 @@ class CodeNamespace:
     def __init__(self, source: ModuleSource, module_name: str) -> None:
         self.module_name = module_name
         self.root = source.code_path
+        #: the namespace this one replaces (an update): its model claims may be taken over
+        self.replacing: str | None = None
         safe = "".join(c if c.isalnum() else "_" for c in module_name)
         self.package = f"_juggle_module_{next(_namespace_ids)}_{safe}"
         package = types.ModuleType(self.package, f"code of juggle module {module_name!r}")

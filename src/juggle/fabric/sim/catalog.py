@@ -39,6 +39,7 @@ class ModelCatalog:
 
     def __init__(self, models: Mapping[str, type[RegisterModel] | str] | None = None) -> None:
         self._entries: dict[str, type[RegisterModel] | str] = {}
+        self._owners: dict[str, str] = {}  # design → the module that claimed it
         self._lock = threading.Lock()
         for design, model in (models or {}).items():
             self.register(design, model)
@@ -65,11 +66,63 @@ class ModelCatalog:
         else:
             _validate(design, model)
         with self._lock:
+            self._owners.pop(design, None)
             self._entries[design] = model
+
+    def claim(
+        self,
+        design: str,
+        model: type[RegisterModel],
+        owner: str,
+        *,
+        replacing: str | None = None,
+    ) -> bool:
+        """Let ``owner`` (a module) provide ``model`` for ``design``; returns whether an entry
+        was added (False: the design's model is that very class already, built in or owned).
+
+        A module cannot replace another module's model, nor a built-in one with a different
+        class; ``replacing`` names an owner whose entries may be taken over (the same module
+        being updated). Raises :class:`~juggle.errors.ModelRegistrationError` naming the
+        design and its current provider, and as :meth:`register` for a malformed model.
+        """
+        _validate(design, model)
+        with self._lock:
+            entry = self._entries.get(design)
+            current = self._owners.get(design)
+        if entry is not None and current is None:  # built in, or registered by hand
+            if self.resolve(design) is model:
+                return False
+            raise ModelRegistrationError(
+                f"design {design!r} has a model already ({_name(entry)}); a module cannot "
+                f"replace it with {model.__name__}",
+                design,
+            )
+        if entry is not None and current not in (owner, replacing):
+            if entry is model:
+                return False
+            raise ModelRegistrationError(
+                f"design {design!r} is played by {_name(entry)} of {current}; {owner} cannot "
+                f"replace it with {model.__name__}",
+                design,
+            )
+        with self._lock:
+            self._entries[design] = model
+            self._owners[design] = owner
+        return True
+
+    def release(self, owner: str) -> tuple[str, ...]:
+        """Forget every model ``owner`` claimed; returns their designs."""
+        with self._lock:
+            designs = tuple(d for d, o in self._owners.items() if o == owner)
+            for design in designs:
+                del self._owners[design]
+                del self._entries[design]
+        return designs
 
     def unregister(self, design: str) -> None:
         """Forget ``design``. Raises :class:`~juggle.errors.UnknownDesignError` if unknown."""
         with self._lock:
+            self._owners.pop(design, None)
             if self._entries.pop(design, None) is None:
                 raise UnknownDesignError(f"model catalog has no design {design!r}", design)
 
@@ -114,6 +167,10 @@ class ModelCatalog:
         with self._lock:
             lazy = sum(isinstance(e, str) for e in self._entries.values())
             return f"<ModelCatalog {len(self._entries)} designs, {lazy} not yet imported>"
+
+
+def _name(entry: type[RegisterModel] | str) -> str:
+    return entry if isinstance(entry, str) else f"{entry.__module__}.{entry.__qualname__}"
 
 
 def _import(design: str, path: str) -> type[RegisterModel]:

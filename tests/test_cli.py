@@ -95,3 +95,90 @@ def test_console_script_error_exit_code(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "error:" in proc.stderr and "nowhere" in proc.stderr
+
+
+def _broken_copy(tmp_path: Path, code: str) -> Path:
+    target = tmp_path / "broken"
+    shutil.copytree(ROOT / "examples/modules/tdes", target)
+    (target / "tdes_module.py").write_text(code)
+    return target
+
+
+def test_validate_reads_the_code_without_running_it(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    code = (
+        f"open({str(marker)!r}, 'w').write('x')\n"
+        + (ROOT / "examples/modules/tdes/tdes_module.py").read_text()
+    )
+    target = _broken_copy(tmp_path, code)
+    result = runner.invoke(app, ["module", "validate", str(target), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["imported"] is False
+    assert not marker.exists()
+    result = runner.invoke(app, ["module", "validate", str(target), "--import", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["imported"] is True and marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [
+        ("def f(:\n", "does not parse"),
+        ("from juggle.services.crypto import NativeTDES\n", "defines no class 'SoftwareTDES'"),
+        (
+            "from juggle.services.crypto import NativeTDES, TdesDriver\n"
+            "from juggle.services.crypto.model import TdesCore\n"
+            "class SoftwareTDES:\n    def encrypt(self, buf, size): ...\n",
+            "lacks method(s)",
+        ),
+        (
+            "from juggle.services.crypto import NativeTDES, SoftwareTDES\n"
+            "from juggle.services.crypto.model import TdesCore\n"
+            "from juggle.services.crypto import TdesDriver as _D\n"
+            "class TdesDriver(_D):\n    def __init__(self, mmio, clock): ...\n",
+            "must take the MMIO window",
+        ),
+    ],
+)
+def test_validate_finds_broken_code_by_reading_it(tmp_path: Path, code: str, says: str) -> None:
+    target = _broken_copy(tmp_path, code)
+    result = runner.invoke(app, ["module", "validate", str(target), "--json"])
+    assert result.exit_code != 0
+    assert says in str(result.exception)
+    assert json.loads(result.stdout)["valid"] is False
+
+
+def test_console_validate_of_a_broken_module_is_one_line_exit_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    target = _broken_copy(tmp_path, "x = (\n")
+    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "module", "validate", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**__import__("os").environ, "COLUMNS": "40"},
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "tdes_module.py:1" in proc.stderr
+
+
+def test_module_lock_keygen_sign_then_a_signed_install(tmp_path: Path) -> None:
+    import juggle
+
+    target = tmp_path / "tdes"
+    shutil.copytree(ROOT / "examples/modules/tdes", target)
+    assert runner.invoke(app, ["module", "lock", str(target)]).exit_code == 0
+    key = tmp_path / "author.pem"
+    made = runner.invoke(app, ["module", "keygen", str(key), "--json"])
+    assert made.exit_code == 0, made.output
+    public = json.loads(made.stdout)["public"]
+    signed = runner.invoke(app, ["module", "sign", str(target), "--key", str(key)])
+    assert signed.exit_code == 0, signed.output
+    with juggle.Framework("xupv2p", trusted_keys=[Path(public)]) as fw:
+        fw.install(target).start()
+        assert fw.services()[0].module == "tdes"
+    valid = runner.invoke(app, ["module", "validate", str(target), "--json"])
+    assert len(json.loads(valid.stdout)["pinned"]) >= 2

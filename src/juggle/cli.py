@@ -26,7 +26,9 @@ app = typer.Typer(
 simulate_app = typer.Typer(
     help="Virtual-time experiments of the seed papers.", no_args_is_help=True
 )
-module_app = typer.Typer(help="Module descriptors: validate, schema.", no_args_is_help=True)
+module_app = typer.Typer(
+    help="Modules: validate, lock, keygen, sign, schema.", no_args_is_help=True
+)
 app.add_typer(simulate_app, name="simulate")
 app.add_typer(module_app, name="module")
 
@@ -81,18 +83,83 @@ def module_validate(
     path: Annotated[Path, typer.Argument(help="Module folder, .zip, juggle.toml or XML.")],
     json_out: JsonOpt = False,
     fabric: Annotated[str, typer.Option(help="Board profile to check against.")] = "xupv2p",
+    import_code: Annotated[
+        bool,
+        typer.Option(
+            "--import", help="Also import and install the module's code (runs it) in a sandbox."
+        ),
+    ] = False,
 ) -> None:
-    """Check a module (descriptor, classes, bitstreams, resources) without installing it."""
+    """Check a module (descriptor, pins, classes, bitstreams, resources) without running its
+    code; --import also installs it in a throwaway framework."""
     from juggle.runtime.validate import validate_module
 
-    report = validate_module(path, fabric=fabric)
+    try:
+        report = validate_module(path, fabric=fabric, imported=import_code)
+    except JuggleError as exc:
+        if json_out:
+            emit_json(
+                {"valid": False, "path": str(path), "error": str(exc), "kind": type(exc).__name__}
+            )
+        raise
     if json_out:
         emit_json(report)
         return
     console = Console()
-    console.print(f"[green]ok[/green] module [bold]{report['name']}[/bold] {report['version']}")
+    how = "imported and installed" if report["imported"] else "read without running its code"
+    console.print(
+        f"[green]ok[/green] module [bold]{report['name']}[/bold] {report['version']} ({how})"
+    )
     for service in report["services"]:
         console.print(f"  {', '.join(service['interfaces'])}: tiers {', '.join(service['tiers'])}")
+    if report["pinned"]:
+        console.print(f"  {len(report['pinned'])} pinned files verified")
+
+
+@module_app.command("lock")
+def module_lock(
+    path: Annotated[Path, typer.Argument(help="Module folder with a juggle.toml.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Pin every file of the module with its sha256 (the [pins] table of juggle.toml)."""
+    from juggle.runtime.integrity import lock_module
+
+    pins = lock_module(path)
+    if json_out:
+        emit_json({"path": str(path), "pins": pins})
+        return
+    Console().print(f"[green]locked[/green] {len(pins)} files of {path}")
+
+
+@module_app.command("keygen")
+def module_keygen(
+    key: Annotated[Path, typer.Argument(help="Private key file to write (PEM, mode 0600).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Write an ed25519 key pair for signing modules (KEY and KEY.pub)."""
+    from juggle.runtime.integrity import generate_key
+
+    public = generate_key(key)
+    if json_out:
+        emit_json({"private": str(key), "public": str(public)})
+        return
+    Console().print(f"[green]wrote[/green] {key} (keep it private) and {public}")
+
+
+@module_app.command("sign")
+def module_sign(
+    path: Annotated[Path, typer.Argument(help="Locked module folder with a juggle.toml.")],
+    key: Annotated[Path, typer.Option("--key", help="ed25519 private key (PEM).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Sign the module's pinned manifest (juggle.toml) with KEY: juggle.toml.sig."""
+    from juggle.runtime.integrity import sign_module
+
+    signature = sign_module(path, key)
+    if json_out:
+        emit_json({"path": str(path), "signature": str(signature)})
+        return
+    Console().print(f"[green]signed[/green] {path}: {signature}")
 
 
 @module_app.command("schema")
@@ -139,5 +206,8 @@ def main() -> None:
     try:
         app()
     except JuggleError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        message = " ".join(str(exc).split())  # one line, whatever the terminal's width
+        Console(stderr=True, soft_wrap=True).print(
+            f"[red]error:[/red] {message}", markup=True, highlight=False
+        )
         raise SystemExit(2) from exc

@@ -11,6 +11,7 @@ board clock); call durations and the runtime's own overhead are labeled *measure
 from __future__ import annotations
 
 import cmd
+import logging
 import shlex
 import sys
 from collections.abc import Mapping
@@ -46,6 +47,8 @@ _COMMAND_ORDER = (
     "help",
     "quit",
 )
+
+log = logging.getLogger("juggle.shell")
 
 
 class _UsageError(Exception):
@@ -147,6 +150,10 @@ class JuggleShell(cmd.Cmd):
             return bool(super().onecmd(line))
         except (_UsageError, JuggleError) as exc:
             self._fail(str(exc))
+            return False
+        except Exception as exc:  # a bug of ours: say so in one line and keep the session
+            log.exception("shell command %r failed", line)
+            self._fail(f"internal error ({type(exc).__name__}): {exc}")
             return False
 
     def precmd(self, line: str) -> str:
@@ -468,7 +475,8 @@ def run_shell(
     """Run the shell over a fresh :class:`Framework` on board profile ``fabric``.
 
     Reads commands from ``stdin`` until ``quit`` or end of input, then closes the framework.
-    Returns 0 when every command succeeded and 1 when any failed. Raises
+    Returns 0: a failed command was reported on its own line and the session went on (a
+    script that must stop at the first error checks ``JuggleShell.failures``). Raises
     :class:`~juggle.errors.ProfileError` (or another :class:`~juggle.errors.JuggleError`) when
     the fabric cannot be opened.
     """
@@ -476,6 +484,6 @@ def run_shell(
     try:
         shell = JuggleShell(framework, stdin=stdin, stdout=stdout)
         shell.run()
-        return 1 if shell.failures else 0
+        return 0
     finally:
         framework.close()

@@ -123,8 +123,17 @@ class Fabric:
         """The region called ``name``. Raises :class:`~juggle.errors.UnknownRegionError`."""
         return self._regions[self.profile.region(name).name]
 
-    def check(self, bitstream: Bitstream, region: str, resources: Resources | None = None) -> None:
+    def check(
+        self,
+        bitstream: Bitstream,
+        region: str,
+        resources: Resources | None = None,
+        *,
+        design: bool = True,
+    ) -> None:
         """Whether ``bitstream`` (needing ``resources``) may go into ``region``; changes nothing.
+        ``design=False`` leaves out the backend's check of the design itself (a module's own
+        simulated core, not yet known to the backend).
 
         Raises, in this order: :class:`~juggle.errors.UnknownRegionError`,
         :class:`~juggle.errors.PartMismatchError`, :class:`~juggle.errors.RegionMismatchError`,
@@ -161,7 +170,8 @@ class Fabric:
                 f"{resources.describe_shortfall(target.resources)}",
                 resources,
             )
-        self._backend.check_design(bitstream.design, target)
+        if design:
+            self._backend.check_design(bitstream.design, target)
 
     def program(
         self,

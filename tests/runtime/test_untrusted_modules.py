@@ -359,3 +359,20 @@ def test_a_modules_own_design_model_is_gone_after_a_failed_install_and_after_uni
     assert "tdes2" in fw.fabric.models
     module.uninstall()
     assert "tdes2" not in fw.fabric.models
+
+
+def test_a_module_method_failing_at_call_time_is_a_module_code_error(
+    fw: juggle.Framework, tmp_path: Path
+) -> None:
+    code = (MODULES / "tdes" / "tdes_module.py").read_text() + (
+        "\n\nclass NativeTDES(NativeTDES):\n"
+        "    def encrypt(self, buf, size):\n"
+        "        return size // 0\n"
+    )
+    fw.install(with_code(tmp_path, code)).start()
+    proxy = fw.get_service("EncryptionService")
+    proxy.load_key(KEY)
+    with pytest.raises(ModuleCodeError, match=r"'tdes'.*encrypt\(\) raised ZeroDivisionError"):
+        proxy.encrypt(bytearray(8), 8)
+    with pytest.raises(juggle.errors.BlockSizeError):  # the runtime's own errors pass as they are
+        proxy.decrypt(bytearray(7), 7)

@@ -69,6 +69,35 @@ static PyTypeObject SlotType;
 static PyTypeObject DispatcherType;
 static PyTypeObject TracedMethodType;
 
+/* set_error_hook(passthrough, hook): an exception an implementation raises that is not an
+ * instance of `passthrough` (the runtime's own error tree) is handed to hook(exc, impl, name),
+ * which raises the error the caller gets instead (chained to exc). */
+static PyObject *passthrough_type = NULL;
+static PyObject *error_hook = NULL;
+
+static void translate_error(SlotObject *slot, Py_ssize_t i) {
+    if (error_hook == NULL || PyErr_ExceptionMatches(passthrough_type) ||
+        !PyErr_ExceptionMatches(PyExc_Exception)) {
+        return;
+    }
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(error_hook, value, slot->impl,
+                                               PyTuple_GET_ITEM(slot->names, i), NULL);
+    if (r != NULL) { /* the hook did not raise: the original error stands */
+        Py_DECREF(r);
+        PyErr_Restore(type, value, tb);
+        return;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}
+
 static inline uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -450,6 +479,7 @@ static PyObject *TracedMethod_vectorcall(PyObject *callable, PyObject *const *ar
     slot->inflight--;
     if (result == NULL) {
         st->errors++;
+        translate_error(slot, i);
     }
     if (slot->inflight == 0 && slot->on_drained != NULL) {
         slot_notify_drained(slot);
@@ -548,7 +578,23 @@ static PyObject *mod_tick_ratio(PyObject *module, PyObject *unused) {
     return PyFloat_FromDouble((double)(n - origin_ns) / (double)(t - origin_ticks));
 }
 
+static PyObject *mod_set_error_hook(PyObject *mod, PyObject *args) {
+    PyObject *passthrough, *hook;
+    if (!PyArg_ParseTuple(args, "OO", &passthrough, &hook)) {
+        return NULL;
+    }
+    if (!PyType_Check(passthrough) || !PyCallable_Check(hook)) {
+        PyErr_SetString(PyExc_TypeError, "set_error_hook(exception type, callable)");
+        return NULL;
+    }
+    Py_XSETREF(passthrough_type, Py_NewRef(passthrough));
+    Py_XSETREF(error_hook, Py_NewRef(hook));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"set_error_hook", mod_set_error_hook, METH_VARARGS,
+     "set_error_hook(passthrough, hook): other errors of implementations go to hook"},
     {"now_ns", mod_now_ns, METH_NOARGS, "monotonic clock in ns"},
     {"tick_ratio", mod_tick_ratio, METH_NOARGS, "ns per duration tick (histograms are in ticks)"},
     {NULL},

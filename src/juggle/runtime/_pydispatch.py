@@ -10,6 +10,7 @@ import array
 import threading
 import time
 import types
+from collections.abc import Callable
 from typing import Any
 
 SUB_BITS = 3
@@ -95,6 +96,18 @@ class Dispatcher:
         return old
 
 
+_hook: tuple[type[BaseException], Callable[[BaseException, object, str], object]] | None = None
+
+
+def set_error_hook(
+    passthrough: type[BaseException], hook: Callable[[BaseException, object, str], object]
+) -> None:
+    """An exception an implementation raises that is not a ``passthrough`` is handed to
+    ``hook(exc, impl, method name)``, which raises what the caller gets instead."""
+    global _hook
+    _hook = (passthrough, hook)
+
+
 class TracedMethod:
     """A proxy method: forwards to the dispatcher's current slot and traces the call."""
 
@@ -121,6 +134,10 @@ class TracedMethod:
             result = slot.methods[self.index](*args, **kwargs)
             ok = True
             return result
+        except Exception as exc:
+            if _hook is not None and not isinstance(exc, _hook[0]):
+                _hook[1](exc, slot.impl, slot.names[self.index])
+            raise
         finally:
             with _lock:
                 if timed:

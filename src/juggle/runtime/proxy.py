@@ -22,7 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from juggle.errors import DrainTimeoutError, ServiceUnavailableError
+from juggle.errors import DrainTimeoutError, JuggleError, ModuleCodeError, ServiceUnavailableError
+from juggle.runtime import _pydispatch
 from juggle.runtime.interfaces import MethodSpec, interface_methods, short_name
 from juggle.runtime.tracing import Accumulator, dispatch
 
@@ -41,6 +42,25 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
     return value
+
+
+def _implementation_failed(exc: BaseException, impl: object, method: str) -> None:
+    """Raise :class:`~juggle.errors.ModuleCodeError` for an implementation's own failure (not
+    a :class:`~juggle.errors.JuggleError`): names the module, the class and the method, and
+    chains the original exception (installed as the dispatcher's error hook)."""
+    cls = type(impl)
+    where = cls.__module__
+    module = where.split(".", 1)[0]
+    if module.startswith("_juggle_module_"):  # a module's namespace: _juggle_module_<n>_<name>
+        module = module.split("_", 4)[-1]
+    raise ModuleCodeError(
+        f"module {module!r}: {cls.__qualname__}.{method}() raised {type(exc).__name__}: {exc}",
+        module,
+    ) from exc
+
+
+dispatch.set_error_hook(JuggleError, _implementation_failed)
+_pydispatch.set_error_hook(JuggleError, _implementation_failed)  # the fallback path too
 
 
 class StateRecord:

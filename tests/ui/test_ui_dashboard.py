@@ -256,3 +256,15 @@ def test_to_json_plain_data() -> None:
         "by_id": {"3": "/x", "4": None},
     }
     assert to_json(math.inf) is None and to_json(True) is True and to_json(1.5) == 1.5
+
+
+def test_juggle_history_is_paged(framework: juggle.Framework, client: TestClient) -> None:
+    for _ in range(3):
+        framework.juggle(to_hardware=1)
+        framework.juggle(to_software=[1])
+    page = client.get("/api/juggles", params={"limit": 2})
+    assert page.headers["X-Juggle-Count"] == "6" and page.headers["X-Juggle-Kept"] == "6"
+    assert [(j["to_hardware"], j["to_software"]) for j in page.json()] == [(1, []), (None, [1])]
+    older = client.get("/api/juggles", params={"limit": 2, "offset": 5}).json()
+    assert [(j["to_hardware"], j["to_software"]) for j in older] == [(1, [])]
+    assert client.get("/api/juggles", params={"limit": 0}).status_code == 422

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest bench clean fuzz
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ test: lint typecheck pytest
 
 bench: $(STAMP_RUN)
 	$(BIN)/juggle bench
+
+# fuzz the parsers of untrusted input (filters, descriptors, profiles, bitstream headers):
+# each property runs FUZZ_SECONDS (default 180) of hypothesis rounds; not part of `make test`
+fuzz: $(STAMP_TEST)
+	JUGGLE_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),180) $(BIN)/python -m pytest -q -s \
+		--timeout=$$(( $(or $(FUZZ_SECONDS),180) * 2 + 300 )) tests/runtime/test_fuzz_parsers.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -11,19 +11,27 @@ big-endian length, then the payload)::
 juggle reads the target region from the design field, where Xilinx tools append options
 (``name.ncd;UserID=0xFFFFFFFF;Region=prr0``); the design's short name (``tdes``) is the file
 name without directory, ``.ncd`` and a trailing ``_partial``.
+
+Bitstreams come from outside: a file's size is checked by ``stat`` before it is read
+(:class:`~juggle.limits.Limits` ``max_bitstream_bytes``), and the header parser only ever reads
+within the data it was given, refusing anything malformed with
+:class:`~juggle.errors.BitstreamFormatError` (each string field at most once, printable ASCII).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import random
 import re
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from juggle.errors import BitstreamFormatError, MissingBitstreamError
+from juggle.errors import BitstreamFormatError, BitstreamTooLargeError, MissingBitstreamError
+from juggle.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
     "Bitstream",
@@ -42,6 +50,7 @@ _SYNC = bytes.fromhex("ffffffffaa995566")  # dummy word + configuration sync wor
 _DEFAULT_DATE = "2011/06/14"
 _DEFAULT_TIME = "12:00:00"
 _NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+_PRINTABLE = re.compile(rb"[\x20-\x7e]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,28 +113,50 @@ class _Reader:
         return int.from_bytes(self.take(4, what), "big")
 
 
-def parse_bitstream(data: bytes, *, source: str = "<bytes>") -> Bitstream:
+def parse_bitstream(
+    data: bytes, *, source: str = "<bytes>", limits: Limits = DEFAULT_LIMITS
+) -> Bitstream:
     """Parse the header of a ``.bit`` file held in ``data``.
 
-    Raises :class:`~juggle.errors.BitstreamFormatError` naming ``source`` and the fault:
-    truncated, bad magic, unknown or missing field, payload length mismatch.
+    Every length comes from ``data`` and is checked against what is left of it, so nothing is
+    read, allocated or looped over beyond ``data``.
+    Raises :class:`~juggle.errors.BitstreamFormatError` naming ``source`` and the fault for
+    any malformed input: not bytes, truncated, bad magic, unknown, repeated or missing field,
+    a string field that is not printable ASCII, payload length mismatch; and
+    :class:`~juggle.errors.BitstreamTooLargeError` for more than ``limits.max_bitstream_bytes``.
     """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise BitstreamFormatError(
+            f"bitstream {source!r} must be bytes, got {type(data).__name__}", source
+        )
+    data = bytes(data)
+    _check_size(source, len(data), limits)
     reader = _Reader(data, source)
     if reader.take(len(_PREAMBLE), "the magic field") != _PREAMBLE:
         raise BitstreamFormatError(f"bitstream {source!r} has a bad magic field", source)
     fields: dict[str, str] = {}
-    while True:
+    while True:  # every round consumes at least 3 bytes, or take() raises
         key = reader.take(1, "a field key")
         if key == b"e":
             break
+        at = reader.pos - 1
         name = _STRING_KEYS.get(key)
         if name is None:
             raise BitstreamFormatError(
-                f"bitstream {source!r} has unknown field key {key!r} at byte {reader.pos - 1}",
+                f"bitstream {source!r} has unknown field key {key!r} at byte {at}", source
+            )
+        if name in fields:
+            raise BitstreamFormatError(
+                f"bitstream {source!r} repeats field {key!r} ({name}) at byte {at}", source
+            )
+        raw = reader.take(reader.u16(f"field {name}"), f"field {name}").rstrip(b"\0")
+        if not _PRINTABLE.fullmatch(raw):
+            raise BitstreamFormatError(
+                f"bitstream {source!r}: field {key!r} ({name}) at byte {at} is not printable "
+                f"ASCII: {raw[:64]!r}",
                 source,
             )
-        raw = reader.take(reader.u16(f"field {name}"), f"field {name}")
-        fields[name] = raw.rstrip(b"\0").decode("latin-1")
+        fields[name] = raw.decode("ascii")
     declared = reader.u32("the payload length")
     actual = len(data) - reader.pos
     if declared != actual:
@@ -152,11 +183,22 @@ def parse_bitstream(data: bytes, *, source: str = "<bytes>") -> Bitstream:
     )
 
 
+def _check_size(source: str, size: int, limits: Limits) -> None:
+    if size > limits.max_bitstream_bytes:
+        raise BitstreamTooLargeError(
+            f"bitstream {source!r} is {size:,} bytes, over the limit of "
+            f"{limits.max_bitstream_bytes:,} (Limits.max_bitstream_bytes)",
+            source,
+        )
+
+
 def _split_design_field(text: str, source: str) -> tuple[str, str | None]:
     first, *options = text.split(";")
     name = re.split(r"[\\/]", first)[-1].removesuffix(".ncd").removesuffix("_partial")
     if not name:
-        raise BitstreamFormatError(f"bitstream {source!r}: design field {text!r} names no design")
+        raise BitstreamFormatError(
+            f"bitstream {source!r}: design field {text!r} names no design", source
+        )
     region = None
     for option in options:
         key, _, value = option.partition("=")
@@ -165,29 +207,46 @@ def _split_design_field(text: str, source: str) -> tuple[str, str | None]:
     return name, region
 
 
-def read_bitstream(path: str | Path) -> Bitstream:
+def read_bitstream(path: str | Path, *, limits: Limits = DEFAULT_LIMITS) -> Bitstream:
     """Parse the header of the ``.bit`` file at ``path``.
 
     Raises :class:`~juggle.errors.MissingBitstreamError` naming the path when it does not
-    exist, :class:`~juggle.errors.BitstreamFormatError` when it does not parse.
+    exist, :class:`~juggle.errors.BitstreamTooLargeError` naming the path, its size and the
+    limit when ``stat`` finds it larger than ``limits.max_bitstream_bytes`` (nothing is read
+    then), :class:`~juggle.errors.BitstreamFormatError` when it is no regular file, cannot be
+    read or does not parse.
     """
-    return load_bitstream(path)[0]
+    return load_bitstream(path, limits=limits)[0]
 
 
-def load_bitstream(path: str | Path) -> tuple[Bitstream, bytes]:
+def load_bitstream(path: str | Path, *, limits: Limits = DEFAULT_LIMITS) -> tuple[Bitstream, bytes]:
     """The parsed header and the whole file's bytes (what :meth:`Fabric.program` takes).
 
-    Raises :class:`~juggle.errors.MissingBitstreamError` and
-    :class:`~juggle.errors.BitstreamFormatError` like :func:`read_bitstream`.
+    Raises like :func:`read_bitstream`.
     """
     p = Path(path)
     try:
-        data = p.read_bytes()
+        info = os.stat(p)
     except FileNotFoundError as exc:
         raise MissingBitstreamError(f"bitstream file {str(p)!r} does not exist", p) from exc
     except OSError as exc:
         raise BitstreamFormatError(f"bitstream file {str(p)!r} cannot be read: {exc}", p) from exc
-    return parse_bitstream(data, source=str(p)), data
+    if not stat.S_ISREG(info.st_mode):
+        raise BitstreamFormatError(f"bitstream file {str(p)!r} is not a regular file", p)
+    if info.st_size > limits.max_bitstream_bytes:
+        raise BitstreamTooLargeError(
+            f"bitstream file {str(p)!r} is {info.st_size:,} bytes, over the limit of "
+            f"{limits.max_bitstream_bytes:,} (Limits.max_bitstream_bytes)",
+            p,
+        )
+    try:
+        with open(p, "rb") as handle:
+            data = handle.read(limits.max_bitstream_bytes + 1)  # it may have grown since stat
+    except FileNotFoundError as exc:
+        raise MissingBitstreamError(f"bitstream file {str(p)!r} does not exist", p) from exc
+    except OSError as exc:
+        raise BitstreamFormatError(f"bitstream file {str(p)!r} cannot be read: {exc}", p) from exc
+    return parse_bitstream(data, source=str(p), limits=limits), data
 
 
 def build_bitstream(

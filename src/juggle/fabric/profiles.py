@@ -8,21 +8,31 @@ Built-in profiles live in ``juggle/fabric/profiles/*.toml``; users load their ow
 Tables ``[board]``, ``[config_port]``, ``[bridge]``, ``[bus]``, ``[[regions]]`` and
 ``[[devices]]`` refuse unknown keys; ``[scenario]`` is a free table that a scenario validates
 itself.
+
+Profiles arrive from outside like modules do, so :func:`load_profile` checks the file's size by
+``stat`` before reading it, decodes strict UTF-8 and bounds nesting and number size
+(:class:`~juggle.limits.Limits`). The readers for untrusted TOML live here, in the lower
+layer, and module descriptors (``juggle.runtime.descriptors``) use them too.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import re
+import stat
 import tomllib
 from importlib import resources as importlib_resources
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from juggle.errors import ProfileError, UnknownRegionError
+from juggle.errors import ConfigurationError, InputLimitError, ProfileError, UnknownRegionError
 from juggle.fabric.resources import Resources
+from juggle.limits import DEFAULT_LIMITS, Limits, check_size
 
 __all__ = [
     "BoardProfile",
@@ -222,24 +232,42 @@ def available_profiles() -> list[str]:
     return sorted(p.stem for p in _builtin_dir().glob("*.toml"))
 
 
-def load_profile(name_or_path: str | Path) -> BoardProfile:
+def load_profile(name_or_path: str | Path, *, limits: Limits = DEFAULT_LIMITS) -> BoardProfile:
     """Load a built-in profile by name (``"xupv2p"``) or any profile by path.
 
-    A string containing a path separator or ending in ``.toml`` is taken as a path.
+    A string containing a path separator or ending in ``.toml`` is taken as a path. The file is
+    checked by ``stat`` before it is read (a regular file of at most
+    ``limits.max_descriptor_bytes``), decoded as strict UTF-8 and parsed with nesting and
+    number size bounded by ``limits``.
     Raises :class:`~juggle.errors.ProfileError` naming the profile for an unknown name, a
-    missing or unreadable file, bad TOML, or a schema violation (pydantic's message included).
+    missing or unreadable file, bytes that are not UTF-8, bad TOML, or a schema violation
+    (pydantic's message included), and :class:`~juggle.errors.InputLimitError` naming the file
+    (and the key) for a file, nesting or number over ``limits``.
     """
     path = _resolve(name_or_path)
+    origin = f"profile {str(path)!r}"
+    data = _read_bounded(path, origin, limits)
+    text = decode_untrusted(data, origin, limits=limits, error=ProfileError, subject=path)
+    table = load_untrusted_toml(text, origin, limits=limits, error=ProfileError, subject=path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ProfileError(f"profile {str(path)!r} cannot be read: {exc}", path) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"profile {str(path)!r} is not valid TOML: {exc}", path) from exc
-    try:
-        return BoardProfile.model_validate(data)
+        return BoardProfile.model_validate(table)
     except ValidationError as exc:
-        raise ProfileError(f"profile {str(path)!r} is invalid: {exc}", path) from exc
+        raise ProfileError(f"{origin} is invalid: {exc}", path) from exc
+
+
+def _read_bounded(path: Path, origin: str, limits: Limits) -> bytes:
+    """The bytes of the regular file ``path``, its size checked by ``stat`` before reading."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ProfileError(f"{origin} cannot be read: it is not a regular file", path)
+        check_size(origin, info.st_size, limits.max_descriptor_bytes, "max_descriptor_bytes")
+        with open(path, "rb") as handle:
+            data = handle.read(limits.max_descriptor_bytes + 1)  # it may have grown since stat
+    except OSError as exc:
+        raise ProfileError(f"{origin} cannot be read: {exc}", path) from exc
+    check_size(origin, len(data), limits.max_descriptor_bytes, "max_descriptor_bytes")
+    return data
 
 
 def _resolve(name_or_path: str | Path) -> Path:
@@ -253,3 +281,178 @@ def _resolve(name_or_path: str | Path) -> Path:
         known = ", ".join(available_profiles())
         raise ProfileError(f"unknown board profile {text!r} (built-in: {known})", text)
     return candidate
+
+
+# -- untrusted text and TOML (board profiles here; module descriptors in juggle.runtime) -----
+
+_BARE_KEY: Final = re.compile(r"[A-Za-z0-9_\-]+")
+_SHOWN_CHARS: Final = 80
+_SHOWN_KEY_CHARS: Final = 200
+
+
+def shown(value: str, width: int = _SHOWN_CHARS) -> str:
+    """``repr(value)`` for a message, cut after ``width`` characters with the length noted (a
+    value from outside may be a megabyte long)."""
+    if len(value) <= width:
+        return repr(value)
+    return f"{value[:width]!r}... ({len(value):,} characters)"
+
+
+def decode_untrusted(
+    data: str | bytes,
+    origin: str,
+    *,
+    limits: Limits,
+    error: type[ConfigurationError],
+    subject: object = None,
+) -> str:
+    """``data`` as text: its size checked against ``limits.max_descriptor_bytes`` first, then
+    decoded as strict UTF-8 (a leading byte-order mark is dropped).
+
+    Raises :class:`InputLimitError` naming ``origin`` and the limit for too much data, and
+    ``error`` naming ``origin`` and the offset of the first bad byte (or character, for text
+    holding lone surrogates); its ``subject`` is ``subject``, else ``origin``.
+    """
+    about = origin if subject is None else subject
+    limit = limits.max_descriptor_bytes
+    if isinstance(data, str):
+        check_size(origin, len(data), limit, "max_descriptor_bytes")  # UTF-8 is no shorter
+        try:
+            size = len(data.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise error(
+                f"{origin} is not valid UTF-8: character {exc.start} is {exc.object[exc.start]!r}"
+                f" ({exc.reason})",
+                about,
+            ) from exc
+        check_size(origin, size, limit, "max_descriptor_bytes")
+        text = data
+    elif isinstance(data, bytes | bytearray):
+        check_size(origin, len(data), limit, "max_descriptor_bytes")
+        try:
+            text = bytes(data).decode("utf-8", errors="strict")
+        except UnicodeDecodeError as exc:
+            bad = bytes(exc.object[exc.start : exc.start + 4])
+            raise error(
+                f"{origin} is not valid UTF-8 at byte offset {exc.start} "
+                f"(bytes {bad.hex(' ')}: {exc.reason})",
+                about,
+            ) from exc
+    else:
+        raise error(f"{origin} must be str or bytes, got {type(data).__name__}", about)
+    return text.removeprefix("\ufeff")
+
+
+class _LongFloat:
+    """What ``parse_float`` gives for a float literal of too many digits; the walk over the
+    parsed tree finds it and names its key."""
+
+    __slots__ = ("literal",)
+
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+
+def _bounded_float(max_digits: int, literal: str) -> float | _LongFloat:
+    if sum(c.isdigit() for c in literal) > max_digits:
+        return _LongFloat(literal)
+    return float(literal)
+
+
+#: a key path, built without copying: (parent path, key or index); ``None`` is the root
+_Path = tuple["_Path", str | int] | None
+
+
+def _render(path: _Path) -> str:
+    parts: list[str | int] = []
+    while path is not None:
+        path, part = path
+        parts.append(part)
+    out = ""
+    for part in reversed(parts):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            key = part if _BARE_KEY.fullmatch(part) else repr(part)
+            out += f".{key}" if out else key
+    return out or "<root>"
+
+
+def check_toml_tree(table: dict[str, Any], origin: str, *, limits: Limits) -> None:
+    """Check a parsed TOML document without recursing over it: no table or array nests more
+    than ``limits.max_depth`` levels below the document, no number has more than
+    ``limits.max_number_digits`` digits.
+
+    Raises :class:`InputLimitError` naming ``origin``, the key and the limit.
+    """
+    bound = 10**limits.max_number_digits
+    stack: list[tuple[Any, _Path, int]] = [(table, None, 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > limits.max_depth:
+                key = _render(path)
+                raise InputLimitError(
+                    f"{origin}: key {shown(key, _SHOWN_KEY_CHARS)} nests {depth} levels deep, "
+                    f"over the limit of {limits.max_depth} (Limits.max_depth)",
+                    key,
+                )
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((child, (path, name), depth + 1) for name, child in items)
+        elif isinstance(value, _LongFloat) or (
+            isinstance(value, int) and not isinstance(value, bool) and abs(value) >= bound
+        ):
+            key = _render(path)
+            raise InputLimitError(
+                f"{origin}: key {shown(key, _SHOWN_KEY_CHARS)} holds a number of more than "
+                f"{limits.max_number_digits} digits (Limits.max_number_digits)",
+                key,
+            )
+
+
+def load_untrusted_toml(
+    text: str,
+    origin: str,
+    *,
+    limits: Limits,
+    error: type[ConfigurationError],
+    subject: object = None,
+) -> dict[str, Any]:
+    """Parse TOML from outside: ``error`` naming ``origin`` for bad TOML (its ``subject`` is
+    ``subject``, else ``origin``), :class:`InputLimitError` naming ``origin`` and the key for
+    nesting or numbers over ``limits`` (:func:`check_toml_tree`). The original exception is
+    chained.
+    """
+    about = origin if subject is None else subject
+    parse_float = functools.partial(_bounded_float, limits.max_number_digits)
+    try:
+        table = tomllib.loads(text, parse_float=parse_float)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{origin} is not valid TOML: {exc}", about) from exc
+    except RecursionError as exc:  # tomllib recurses once per nested array or inline table
+        raise InputLimitError(
+            f"{origin} nests arrays or inline tables too deeply to parse (far over the limit "
+            f"of {limits.max_depth}, Limits.max_depth)",
+            origin,
+        ) from exc
+    except ValueError as exc:  # an integer past Python's int/str conversion limit
+        _name_the_long_number(text, origin, limits, exc)
+        raise error(f"{origin} is not valid TOML: {exc}", about) from exc
+    check_toml_tree(table, origin, limits=limits)
+    return table
+
+
+def _name_the_long_number(text: str, origin: str, limits: Limits, exc: ValueError) -> None:
+    """Raise :class:`InputLimitError` naming the key of the number that ``tomllib`` could not
+    convert: parse again with every long digit run cut to ``max_number_digits + 1`` digits
+    and let :func:`check_toml_tree` find it. Returns if that does not name one."""
+    digits = limits.max_number_digits
+    run = re.compile(rf"[0-9](?:_?[0-9]){{{digits},}}")
+    probe_text = run.sub("1" + "0" * digits, text)
+    try:
+        probe = tomllib.loads(probe_text, parse_float=functools.partial(_bounded_float, digits))
+        check_toml_tree(probe, origin, limits=limits)
+    except InputLimitError as found:
+        raise InputLimitError(str(found), found.subject) from exc
+    except (ValueError, RecursionError):
+        return

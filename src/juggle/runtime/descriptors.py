@@ -5,18 +5,39 @@ ranking and the implementation at each tier — a software class, a native class
 driver with a bitstream per region and the resources the design uses (Juggle 3.1, Listing 3).
 Class names are resolved inside the module's own code namespace, never against Python's
 global modules. The JSON schema of ``juggle.toml`` is :func:`descriptor_schema`.
+
+Descriptors come from outside: both readers take the file's bytes, check their length against
+:class:`~juggle.limits.Limits` first, decode strict UTF-8 and bound nesting and number size
+(:class:`~juggle.errors.InputLimitError` naming the file and key). The XML reader is
+``defusedxml`` and refuses DTDs, entities and any declared encoding but UTF-8.
 """
 
 from __future__ import annotations
 
 import json
-import tomllib
+import re
 import xml.etree.ElementTree as ET
-from typing import Any, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from defusedxml import (
+    DefusedXmlException,
+    DTDForbidden,
+    EntitiesForbidden,
+)
+from defusedxml.ElementTree import DefusedXMLParser
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
-from juggle.errors import DescriptorError
+from juggle.errors import DescriptorError, InputLimitError
+from juggle.fabric.profiles import decode_untrusted, load_untrusted_toml, shown
+from juggle.limits import DEFAULT_LIMITS, Limits
 
 COMODULE_NS = "http://flowsgi.inf.ethz.ch/comodules"
 DESCRIPTOR_NAMES = ("juggle.toml", "comodule.xml")
@@ -81,6 +102,20 @@ class ServiceSpec(_Strict):
                 raise ValueError(f"interface name {name!r} is not a dotted identifier")
         return value
 
+    @field_validator("properties")
+    @classmethod
+    def _distinct_ignoring_case(cls, value: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
+        # the registry matches property names ignoring case, so these two would be one
+        seen: dict[str, str] = {}
+        for name in value:
+            first = seen.setdefault(name.lower(), name)
+            if first != name:
+                raise ValueError(
+                    f"properties {shown(first)} and {shown(name)} differ only in case "
+                    "(property names match ignoring case)"
+                )
+        return value
+
     def tiers(self) -> tuple[str, ...]:
         """Tiers this service offers, in order software, native, hardware."""
         return tuple(
@@ -94,11 +129,38 @@ class ServiceSpec(_Strict):
         )
 
 
+def _pin_path(path: str) -> str:
+    parts = path.split("/")
+    if (
+        not path
+        or path.startswith("/")
+        or "\\" in path
+        or "\0" in path
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise ValueError(
+            f"pin path {shown(path)} must be a relative POSIX path inside the module "
+            "(no leading '/', no '..', '.' or empty parts, no backslash)"
+        )
+    return path
+
+
+#: a file of the module, relative to its root: ``bitstreams/tdes_prr0.bit``
+PinPath = Annotated[str, AfterValidator(_pin_path)]
+#: a SHA-256 digest as 64 lowercase hex digits
+Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
 class Descriptor(_Strict):
     """A whole module descriptor."""
 
     module: ModuleInfo
     services: list[ServiceSpec] = Field(min_length=1)
+    pins: dict[PinPath, Sha256Hex] = Field(
+        default_factory=dict,
+        description="[pins]: file path relative to the module root -> the lowercase hex "
+        "SHA-256 of its bytes, checked when the module is installed",
+    )
     format: Literal["toml", "comodule-xml"] = Field(default="toml", exclude=True)
 
 
@@ -121,14 +183,38 @@ def _invalid(origin: str, exc: ValidationError) -> DescriptorError:
     return DescriptorError(f"invalid descriptor {origin}: {problems}", subject=origin)
 
 
-def parse_toml(text: str, origin: str) -> Descriptor:
-    """Validate a ``juggle.toml`` text; :class:`DescriptorError` names ``origin`` and the field."""
+_VERSION_NUMBERS: Final = re.compile(r"\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+
+
+def _check_version(version: object, origin: str, key: str, limits: Limits) -> None:
+    """Refuse a version string whose major, minor or micro has too many digits."""
+    if not isinstance(version, str):
+        return
+    match = _VERSION_NUMBERS.match(version)
+    if match is not None and any(len(g or "") > limits.max_number_digits for g in match.groups()):
+        raise InputLimitError(
+            f"{origin}: key {key!r} is {shown(version)}, a version with a number of more than "
+            f"{limits.max_number_digits} digits (Limits.max_number_digits)",
+            key,
+        )
+
+
+def parse_toml(data: str | bytes, origin: str, *, limits: Limits = DEFAULT_LIMITS) -> Descriptor:
+    """Validate a ``juggle.toml`` (its bytes, or text); every error names ``origin``.
+
+    Raises :class:`InputLimitError` naming the limit for more than
+    ``limits.max_descriptor_bytes``, nesting deeper than ``limits.max_depth`` or a number of
+    more than ``limits.max_number_digits`` digits (naming the key), and
+    :class:`DescriptorError` for bytes that are not UTF-8 (naming the offset), bad TOML or a
+    schema violation (naming the field and value).
+    """
+    text = decode_untrusted(data, origin, limits=limits, error=DescriptorError)
+    table = load_untrusted_toml(text, origin, limits=limits, error=DescriptorError)
+    module = table.get("module")
+    if isinstance(module, dict):
+        _check_version(module.get("version"), origin, "module.version", limits)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise DescriptorError(f"{origin} is not valid TOML: {exc}", subject=origin) from exc
-    try:
-        return Descriptor.model_validate(data)
+        return Descriptor.model_validate(table)
     except ValidationError as exc:
         raise _invalid(origin, exc) from exc
 
@@ -150,7 +236,23 @@ def _text(elem: ET.Element | None) -> str | None:
     return elem.text.strip() or None
 
 
-def _xml_service(elem: ET.Element, origin: str) -> dict[str, Any]:
+def _xml_int(value: str, origin: str, key: str, limits: Limits) -> int:
+    if sum(c.isdigit() for c in value) > limits.max_number_digits:
+        raise InputLimitError(
+            f"{origin}: attribute {key!r} is {shown(value)}, a number of more than "
+            f"{limits.max_number_digits} digits (Limits.max_number_digits)",
+            key,
+        )
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise DescriptorError(
+            f"{origin}: bad <resources>: {key!r} must be an integer, got {shown(value)}",
+            subject=origin,
+        ) from exc
+
+
+def _xml_service(elem: ET.Element, origin: str, limits: Limits) -> dict[str, Any]:
     interface = elem.get("interface")
     if not interface:
         raise DescriptorError(
@@ -174,10 +276,10 @@ def _xml_service(elem: ET.Element, origin: str) -> dict[str, Any]:
         }
         resources = _child(fpga, "resources")
         if resources is not None:
-            try:
-                hardware["resources"] = {k: int(v) for k, v in resources.attrib.items()}
-            except ValueError as exc:
-                raise DescriptorError(f"{origin}: bad <resources>: {exc}", subject=origin) from exc
+            hardware["resources"] = {
+                key: _xml_int(value, origin, f"resources.{key}", limits)
+                for key, value in resources.attrib.items()
+            }
         model = _text(_child(fpga, "model"))
         if model:
             hardware["model"] = model
@@ -192,20 +294,115 @@ def _xml_service(elem: ET.Element, origin: str) -> dict[str, Any]:
                     "expected <entry key=... value=...>",
                     subject=origin,
                 )
-            entries[str(entry.get("key"))] = entry.get("value", "")
+            key = str(entry.get("key"))
+            if key in entries:
+                raise DescriptorError(
+                    f"{origin}: <service-properties> of {shown(interface)} has two entries "
+                    f"with key {shown(key)}",
+                    subject=origin,
+                )
+            entries[key] = entry.get("value", "")
         service["properties"] = entries
     ranking = elem.get("ranking")
     if ranking is not None:
+        if sum(c.isdigit() for c in ranking) > limits.max_number_digits:
+            raise InputLimitError(
+                f"{origin}: attribute 'ranking' of {shown(interface)} is {shown(ranking)}, a "
+                f"number of more than {limits.max_number_digits} digits "
+                "(Limits.max_number_digits)",
+                "ranking",
+            )
         service["ranking"] = ranking
     return service
 
 
-def parse_comodule_xml(text: str, origin: str, module_name: str) -> Descriptor:
-    """Read the seed's co-module XML (Juggle Listing 3) as a descriptor named ``module_name``."""
+_UTF8_NAMES: Final = frozenset({"utf-8", "utf8"})
+
+
+class _DepthBoundTarget:
+    """An ElementTree parser target that builds the tree and refuses an element as it opens
+    when it nests deeper than ``limit`` (counted as it goes, no recursion)."""
+
+    def __init__(self, origin: str, limit: int) -> None:
+        self._builder = ET.TreeBuilder()
+        self._origin, self._limit, self._depth = origin, limit, 0
+
+    def start(self, tag: str, attrs: dict[str, str]) -> ET.Element:
+        self._depth += 1
+        if self._depth > self._limit:
+            raise InputLimitError(
+                f"{self._origin}: element <{_local(tag)[:80]}> nests {self._depth} "
+                f"levels deep, over the limit of {self._limit} (Limits.max_depth)",
+                _local(tag),
+            )
+        return self._builder.start(tag, attrs)
+
+    def end(self, tag: str) -> ET.Element:
+        self._depth -= 1
+        return self._builder.end(tag)
+
+    def data(self, text: str) -> None:
+        self._builder.data(text)
+
+    def close(self) -> ET.Element:
+        return self._builder.close()
+
+
+def _refuse_other_encodings(origin: str, encoding: str | None) -> None:
+    """From pyexpat's ``XmlDeclHandler``: only UTF-8 may be declared (the bytes were decoded
+    as UTF-8 already)."""
+    if encoding is not None and encoding.strip().lower().replace("_", "-") not in _UTF8_NAMES:
+        raise DescriptorError(
+            f"{origin} declares encoding {shown(encoding)}; descriptors must be UTF-8",
+            subject=origin,
+        )
+
+
+def _parse_xml(text: str, origin: str, limits: Limits) -> ET.Element:
+    target = _DepthBoundTarget(origin, limits.max_depth)
+    parser = DefusedXMLParser(
+        target=target, forbid_dtd=True, forbid_entities=True, forbid_external=True
+    )
+    parser.parser.XmlDeclHandler = lambda _version, encoding, _standalone: _refuse_other_encodings(
+        origin, encoding
+    )
     try:
-        root = ET.fromstring(text)
+        parser.feed(text)  # text, so expat reads UTF-8 whatever the declaration says
+        root: ET.Element = parser.close()
     except ET.ParseError as exc:
         raise DescriptorError(f"{origin} is not well-formed XML: {exc}", subject=origin) from exc
+    except DefusedXmlException as exc:
+        raise DescriptorError(f"{origin} {_refusal(exc)}", subject=origin) from exc
+    return root
+
+
+def _refusal(exc: Exception) -> str:
+    """What defusedxml refused, in words (DTDs, entities, external references)."""
+    name = getattr(exc, "name", None)
+    sysid = getattr(exc, "sysid", None)
+    if isinstance(exc, DTDForbidden):
+        what = f"a DTD (<!DOCTYPE {str(name)[:80]}>)"
+    elif isinstance(exc, EntitiesForbidden):
+        what = f"an entity {shown(str(name))}"
+    else:
+        what = f"an external reference {shown(str(sysid))}"
+    return f"declares {what}; DTDs, entities and external references are refused"
+
+
+def parse_comodule_xml(
+    data: str | bytes, origin: str, module_name: str, *, limits: Limits = DEFAULT_LIMITS
+) -> Descriptor:
+    """Read the seed's co-module XML (Juggle Listing 3) as a descriptor named ``module_name``.
+
+    ``data`` is the file's bytes (or text). Raises :class:`InputLimitError` naming ``origin``
+    and the limit for more than ``limits.max_descriptor_bytes``, elements nesting deeper than
+    ``limits.max_depth`` or a number of more than ``limits.max_number_digits`` digits, and
+    :class:`DescriptorError` naming ``origin`` for bytes that are not UTF-8, a declared
+    encoding other than UTF-8, a DTD or entity, XML that is not well-formed, or a schema
+    violation. XML descriptors have no ``pins``.
+    """
+    text = decode_untrusted(data, origin, limits=limits, error=DescriptorError)
+    root = _parse_xml(text, origin, limits)
     if _local(root.tag) != "co-module":
         raise DescriptorError(
             f"{origin}: root element is <{_local(root.tag)}>, expected <co-module>",
@@ -213,8 +410,11 @@ def parse_comodule_xml(text: str, origin: str, module_name: str) -> Descriptor:
         )
     services_elem = _child(root, "accelerated-services")
     elems = [] if services_elem is None else list(services_elem)
-    services = [_xml_service(e, origin) for e in elems if _local(e.tag) == "accelerated-service"]
-    data = {
+    services = [
+        _xml_service(e, origin, limits) for e in elems if _local(e.tag) == "accelerated-service"
+    ]
+    _check_version(root.get("version"), origin, "version", limits)
+    table = {
         "module": {
             "name": module_name,
             "version": root.get("version", "0.0.0"),
@@ -224,6 +424,6 @@ def parse_comodule_xml(text: str, origin: str, module_name: str) -> Descriptor:
         "format": "comodule-xml",
     }
     try:
-        return Descriptor.model_validate(data)
+        return Descriptor.model_validate(table)
     except ValidationError as exc:
         raise _invalid(origin, exc) from exc

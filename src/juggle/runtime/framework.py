@@ -402,7 +402,7 @@ class Framework:
             pin = source.pins.get(relpath)
             if pin is not None and sha256_of(data) != pin:
                 raise IntegrityError(f"bitstream {shown!r} does not match its pin", shown)
-            bitstream = parse_bitstream(data, source=shown)
+            bitstream = parse_bitstream(data, source=shown, limits=self.limits)
             target = region
             if region == "*":
                 names = self.fabric.region_names()

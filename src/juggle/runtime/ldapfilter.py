@@ -18,6 +18,12 @@ Semantics follow OSGi (Core, "Filter Syntax"):
   ``2.0.1``; at least one of them with a dot) compare as versions: ``"1.10.0" >= "1.9"``;
 * escapes: RFC 4515 ``\\2a`` (two hex digits; consecutive ones form UTF-8) and OSGi's ``\\*``,
   ``\\(``, ``\\)``, ``\\\\`` (a backslash before any other character keeps that character).
+
+Filters and versions may come from outside, so they are bounded by :class:`~juggle.limits.Limits`:
+a filter has at most ``max_filter_chars`` characters and nests at most 100 levels; a value
+compared as a number or version, and each number of a version, has at most
+``max_number_digits`` digits (:class:`FilterSyntaxError`, :class:`VersionFormatError` naming the
+value). A property *value* with more digits is not refused: it just never reads as a version.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 from juggle.errors import FilterSyntaxError, PropertyError, VersionFormatError
+from juggle.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["Filter", "Properties", "Version", "parse_filter"]
 
@@ -45,6 +52,17 @@ _COLLECTIONS: Final = (list, tuple, set, frozenset)
 _VERSION_RE: Final = re.compile(r"(\d+)(?:\.(\d+)(?:\.(\d+)(?:\.([A-Za-z0-9_-]+))?)?)?")
 _QUALIFIER_RE: Final = re.compile(r"[A-Za-z0-9_-]*")
 _DOTTED_RE: Final = re.compile(r"\d+(?:\.\d+){0,2}")
+#: what ``int()`` or ``float()`` might read (a superset: only used to count digits)
+_NUMBER_RE: Final = re.compile(r"[+-]?[\d_]*(?:\.[\d_]*)?(?:[eE][+-]?[\d_]+)?")
+_DIGIT_RE: Final = re.compile(r"\d")
+_SHOWN_CHARS: Final = 80
+
+
+def _shown(value: str) -> str:
+    """``repr(value)`` for a message, cut after 80 characters with the length noted."""
+    if len(value) <= _SHOWN_CHARS:
+        return repr(value)
+    return f"{value[:_SHOWN_CHARS]!r}... ({len(value):,} characters)"
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -72,19 +90,27 @@ class Version:
             )
 
     @classmethod
-    def parse(cls, text: str | Version) -> Version:
+    def parse(cls, text: str | Version, *, limits: Limits = DEFAULT_LIMITS) -> Version:
         """Read ``"1"``, ``"1.2"``, ``"1.2.3"`` or ``"1.2.3.qualifier"`` (white space around ok).
 
-        Raises :class:`VersionFormatError` naming the text when it is not a version.
+        Raises :class:`VersionFormatError` naming the text when it is not a version or one of
+        its numbers has more than ``limits.max_number_digits`` digits.
         """
         if isinstance(text, Version):
             return text
         match = _VERSION_RE.fullmatch(text.strip()) if isinstance(text, str) else None
         if match is None:
+            shown = _shown(text) if isinstance(text, str) else repr(text)
             raise VersionFormatError(
-                f'"version" must read major[.minor[.micro[.qualifier]]], got {text!r}', text
+                f'"version" must read major[.minor[.micro[.qualifier]]], got {shown}', text
             )
         major, minor, micro, qualifier = match.groups()
+        if any(len(number or "") > limits.max_number_digits for number in (major, minor, micro)):
+            raise VersionFormatError(
+                f'"version" {_shown(text)} has a number of more than '
+                f"{limits.max_number_digits} digits (Limits.max_number_digits)",
+                text,
+            )
         return cls(int(major), int(minor or 0), int(micro or 0), qualifier or "")
 
     def __str__(self) -> str:
@@ -101,10 +127,26 @@ def _try_version(text: str) -> Version | None:
 
 @functools.lru_cache(maxsize=2048)
 def _dotted(text: str) -> tuple[Version | None, bool]:
-    """``(version, has_dot)`` when ``text`` is a dotted numeric version, else ``(None, False)``."""
+    """``(version, has_dot)`` when ``text`` is a dotted numeric version, else ``(None, False)``
+    (also for a property value whose numbers are too long to read: it compares as a string)."""
     if not _DOTTED_RE.fullmatch(text):
         return None, False
-    return Version.parse(text), "." in text
+    try:
+        return Version.parse(text), "." in text
+    except VersionFormatError:
+        return None, False
+
+
+def _number_digits(text: str) -> int:
+    """Digits an operand has if it reads as a number or a dotted version, else 0."""
+    stripped = text.strip()
+    counted = 0
+    version = _VERSION_RE.fullmatch(stripped)
+    if version is not None:
+        counted = max(len(number or "") for number in version.groups()[:3])
+    if _NUMBER_RE.fullmatch(stripped):
+        counted = max(counted, len(_DIGIT_RE.findall(stripped)))
+    return counted
 
 
 # -- property maps ---------------------------------------------------------------------------
@@ -345,8 +387,8 @@ class Filter:
 
     __slots__ = ("_matcher", "_text")
 
-    def __init__(self, text: str) -> None:
-        self._text, self._matcher = _Parser(text).parse()
+    def __init__(self, text: str, *, limits: Limits = DEFAULT_LIMITS) -> None:
+        self._text, self._matcher = _Parser(text, limits).parse()
 
     def matches(self, properties: Mapping[str, Any]) -> bool:
         """Whether the property map satisfies the filter (names compared ignoring case)."""
@@ -365,19 +407,31 @@ class Filter:
         return hash(self._text)
 
 
-def parse_filter(text: str) -> Filter:
+def parse_filter(text: str, *, limits: Limits = DEFAULT_LIMITS) -> Filter:
     """Parse an RFC 4515 / OSGi filter string, reusing recent results (filters are immutable).
 
-    Raises :class:`FilterSyntaxError` naming the text and the position of the problem.
+    Raises :class:`FilterSyntaxError` naming the text and the position of the problem, also
+    for a filter of more than ``limits.max_filter_chars`` characters, nesting more than 100
+    levels, or comparing with a number of more than ``limits.max_number_digits`` digits.
     """
     if not isinstance(text, str):
         raise FilterSyntaxError(f'"filter" must be a string, got {text!r}', text)
-    return _parse_cached(text)
+    _check_length(text, limits)
+    return _parse_cached(text, limits)
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse_cached(text: str) -> Filter:
-    return Filter(text)
+def _parse_cached(text: str, limits: Limits) -> Filter:
+    return Filter(text, limits=limits)
+
+
+def _check_length(text: str, limits: Limits) -> None:
+    if len(text) > limits.max_filter_chars:
+        raise FilterSyntaxError(
+            f"filter {_shown(text)} is {len(text):,} characters, over the limit of "
+            f"{limits.max_filter_chars:,} (Limits.max_filter_chars)",
+            text,
+        )
 
 
 _Parsed = tuple[str, _Matcher]
@@ -386,16 +440,18 @@ _Parsed = tuple[str, _Matcher]
 class _Parser:
     """Recursive descent over one filter string; each rule returns (normal form, matcher)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, limits: Limits) -> None:
         if not isinstance(text, str):
             raise FilterSyntaxError(f'"filter" must be a string, got {text!r}', text)
+        _check_length(text, limits)
         self.text = text
         self.pos = 0
+        self.limits = limits
 
     def fail(self, problem: str, position: int | None = None) -> NoReturn:
         where = self.pos if position is None else position
         raise FilterSyntaxError(
-            f"filter {self.text!r} is invalid at position {where}: {problem}", self.text
+            f"filter {_shown(self.text)} is invalid at position {where}: {problem}", self.text
         )
 
     def peek(self) -> str:
@@ -415,7 +471,10 @@ class _Parser:
         self.skip_space()
         if not self.peek():
             self.fail("the filter is empty")
-        parsed = self.filter(0)
+        try:
+            parsed = self.filter(0)
+        except RecursionError:  # only when called with little stack left: _MAX_DEPTH is small
+            self.fail("the filter nests too deeply to parse here")
         self.skip_space()
         if self.pos < len(self.text):
             self.fail(f"unexpected {self.peek()!r} after the end of the filter")
@@ -477,8 +536,17 @@ class _Parser:
     def item(self) -> _Parsed:
         name = self.attribute()
         op = self.operator(name)
+        start = self.pos
         pieces = self.value(op)
         if len(pieces) == 1:
+            digits = _number_digits(pieces[0])
+            if digits > self.limits.max_number_digits:
+                self.fail(
+                    f"attribute {_shown(name)} is compared with {_shown(pieces[0])}, a number "
+                    f"of {digits:,} digits, over the limit of {self.limits.max_number_digits} "
+                    "(Limits.max_number_digits)",
+                    start,
+                )
             text = f"({name}{op.value}{_escape(pieces[0])})"
             return text, _comparison(name, op, _Operand(pieces[0]))
         initial, final = pieces[0], pieces[-1]

@@ -239,7 +239,9 @@ def _check_hardware(
                 f"{str(source.location)!r}",
                 subject=source.display(relpath),
             )
-        bitstream = parse_bitstream(source.read_bytes(relpath), source=source.display(relpath))
+        bitstream = parse_bitstream(
+            source.read_bytes(relpath), source=source.display(relpath), limits=limits
+        )
         target = region
         if region == "*":
             names = fabric.region_names()

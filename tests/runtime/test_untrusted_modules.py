@@ -376,3 +376,26 @@ def test_a_module_method_failing_at_call_time_is_a_module_code_error(
         proxy.encrypt(bytearray(8), 8)
     with pytest.raises(juggle.errors.BlockSizeError):  # the runtime's own errors pass as they are
         proxy.decrypt(bytearray(7), 7)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "names"),
+    [
+        ({"verify_sample": -1}, "verify_sample"),
+        ({"trace_sample": 3}, "trace_sample"),
+        ({"queue_capacity": 0}, "queue_capacity"),
+        ({"call_timeout_s": 0}, "call_timeout_s"),
+        ({"drain_timeout_s": "x"}, "drain_timeout_s"),
+        ({"fabric": 5}, "fabric"),
+    ],
+)
+def test_framework_options_are_configuration_errors(kwargs: dict[str, object], names: str) -> None:
+    with pytest.raises(juggle.errors.ConfigurationError, match=names):
+        juggle.Framework(**kwargs)  # type: ignore[arg-type]
+
+
+def test_juggle_and_control_loop_arguments_are_juggle_errors(fw: juggle.Framework) -> None:
+    with unchanged(fw), pytest.raises(UnknownServiceError, match="to_software"):
+        fw.juggle(to_software=5)  # type: ignore[arg-type]
+    with pytest.raises(juggle.errors.ConfigurationError, match="interval_s"):
+        fw.start_control_loop(-1)

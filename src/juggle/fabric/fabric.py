@@ -42,7 +42,7 @@ from juggle.fabric.sim.clock import ModelClock
 
 __all__ = ["Fabric", "FabricStatistics", "open_fabric"]
 
-BACKENDS = ("sim", "linux")
+BACKENDS = ("sim", "rtl", "linux")
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +327,9 @@ def open_fabric(
     """Open a board's fabric: a built-in profile name, a profile path, or a loaded profile.
 
     ``backend="sim"`` simulates the board (``pace=True`` keeps the modeled clock in step with
-    the wall clock); ``backend="linux"`` drives the kernel's FPGA Manager, bridges and UIO
+    the wall clock); ``backend="rtl"`` simulates it with the cores' Verilog behind the windows
+    (:class:`~juggle.fabric.rtl.RtlBackend`, options as its constructor's);
+    ``backend="linux"`` drives the kernel's FPGA Manager, bridges and UIO
     under ``root=`` (see :func:`juggle.fabric.linux.open_linux_backend` for its options).
     ``models`` defaults to :meth:`ModelCatalog.builtin`.
     Raises :class:`~juggle.errors.ProfileError` for a bad profile and
@@ -343,6 +345,17 @@ def open_fabric(
                 f"backend 'sim' takes no options, got {sorted(backend_options)}", backend_options
             )
         impl = SimBackend(board, clock, catalog)
+    elif backend == "rtl":
+        from juggle.fabric.rtl import RtlBackend
+
+        allowed = set(inspect.signature(RtlBackend).parameters) - {"profile", "clock", "models"}
+        unknown = sorted(set(backend_options) - allowed)
+        if unknown:
+            raise BackendError(
+                f"backend 'rtl' has no option(s) {unknown} (options: {sorted(allowed)})",
+                unknown,
+            )
+        impl = RtlBackend(board, clock, catalog, **backend_options)
     elif backend == "linux":
         from juggle.fabric.linux.backend import open_linux_backend
 

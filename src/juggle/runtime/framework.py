@@ -80,6 +80,10 @@ log = logging.getLogger("juggle")
 
 SOFT_TIERS: tuple[str, ...] = ("software", "native")
 
+#: what executes hardware calls on a simulated board: the cores' Python register models, or
+#: their Verilog in a cycle-accurate simulator (the ``rtl`` backend)
+HARDWARE_KINDS = ("model", "rtl")
+
 #: juggle reports kept by default (``Framework(history_capacity=...)``)
 DEFAULT_HISTORY_CAPACITY = 1_000
 #: entries kept of each diagnostic log (controller errors, contained faults)
@@ -173,7 +177,9 @@ class Framework:
     """The juggle runtime: modules, registry, proxies, fabric and controllers.
 
     ``fabric`` is a board profile name or path (default: the embedded ``xupv2p`` simulated
-    board) or an already opened :class:`~juggle.fabric.fabric.Fabric`. ``pace`` makes the
+    board) or an already opened :class:`~juggle.fabric.fabric.Fabric`. ``hardware="rtl"``
+    runs every hardware call on the cores' Verilog in a cycle-accurate simulator instead of
+    their Python register models (a design without RTL keeps its model). ``pace`` makes the
     simulated fabric keep wall-clock time in step with its modeled clock. ``trace_sample``
     (power of two) times one call in N once a method has made 1024 calls.
 
@@ -189,6 +195,7 @@ class Framework:
         fabric: str | Path | Fabric = "xupv2p",
         *,
         backend: str = "sim",
+        hardware: str = "model",
         pace: bool = False,
         trace_sample: int = 8,
         drain_timeout_s: float = 30.0,
@@ -225,6 +232,18 @@ class Framework:
         if trusted_keys is not None:
             self.trusted_keys = load_public_keys(trusted_keys)
         self.queue_capacity = queue_capacity
+        if hardware not in HARDWARE_KINDS:
+            raise ConfigurationError(
+                f'"hardware" must be one of {", ".join(HARDWARE_KINDS)}, got {hardware!r:.80}',
+                hardware,
+            )
+        if hardware == "rtl":
+            if backend != "sim":
+                raise ConfigurationError(
+                    f'hardware="rtl" runs on the simulated board, not backend {backend!r}',
+                    backend,
+                )
+            backend = "rtl"
         self.fabric = (
             fabric
             if isinstance(fabric, Fabric)
@@ -713,7 +732,7 @@ class Framework:
         total = merge(a for accs in per_consumer.values() for a in accs)
         hardware_calls = merge(per_tier.get("hardware", [])).calls
         modeled_mean = None
-        if hardware_calls and self.fabric.backend == "sim":
+        if hardware_calls and self.fabric.backend in ("sim", "rtl"):
             modeled_mean = (m.hw_modeled_ns + self._busy_since_entry(m)) / 1000.0 / hardware_calls
         return ServiceStatistics(
             service_id=service_id,

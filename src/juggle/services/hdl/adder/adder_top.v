@@ -1,0 +1,38 @@
+// adder_top: the adder core of Juggle Listing 3 (one cycle per sum) behind juggle's register bus.
+//
+// Ports are those of every juggle design: clk, rst_n (synchronous, active low) and the 32-bit
+// register bus (bus_addr is a byte offset; timing in common/jg_regbus.v). Register map and
+// cycle behaviour: arith/arith_core.v (the map of juggle.services.arith).
+//
+// Written for juggle; Verilog-2005.
+
+`default_nettype none
+
+module adder_top (
+    input  wire        clk,
+    input  wire        rst_n,
+    input  wire [15:0] bus_addr,
+    input  wire [31:0] bus_wdata,
+    input  wire        bus_we,
+    input  wire        bus_re,
+    output wire [31:0] bus_rdata
+);
+    wire         reg_we;
+    wire [3:0]   reg_idx;
+    wire [31:0]  reg_wdata;
+    wire [511:0] reg_rdata;
+
+    jg_regbus #(.NREGS(16), .IW(4)) bus (
+        .clk(clk), .rst_n(rst_n),
+        .bus_addr(bus_addr), .bus_wdata(bus_wdata), .bus_we(bus_we), .bus_re(bus_re),
+        .bus_rdata(bus_rdata),
+        .reg_we(reg_we), .reg_idx(reg_idx), .reg_wdata(reg_wdata), .reg_rdata(reg_rdata)
+    );
+
+    arith_core #(.MULTIPLY(0)) core (
+        .clk(clk), .rst_n(rst_n),
+        .reg_we(reg_we), .reg_idx(reg_idx), .reg_wdata(reg_wdata), .reg_rdata(reg_rdata)
+    );
+endmodule
+
+`default_nettype wire

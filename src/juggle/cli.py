@@ -27,7 +27,7 @@ simulate_app = typer.Typer(
     help="Virtual-time experiments of the seed papers.", no_args_is_help=True
 )
 module_app = typer.Typer(
-    help="Modules: validate, lock, keygen, sign, schema.", no_args_is_help=True
+    help="Modules: validate, build, lock, keygen, sign, schema.", no_args_is_help=True
 )
 app.add_typer(simulate_app, name="simulate")
 app.add_typer(module_app, name="module")
@@ -114,6 +114,32 @@ def module_validate(
         console.print(f"  {', '.join(service['interfaces'])}: tiers {', '.join(service['tiers'])}")
     if report["pinned"]:
         console.print(f"  {len(report['pinned'])} pinned files verified")
+
+
+@module_app.command("build")
+def module_build(
+    path: Annotated[Path, typer.Argument(help="Module folder.")],
+    json_out: JsonOpt = False,
+    fabric: Annotated[str, typer.Option(help="Board profile whose part family to target.")] = (
+        "xupv2p"
+    ),
+) -> None:
+    """Synthesize the module's RTL (Yosys synth_xilinx) and write resources.json beside its
+    descriptor; install then checks those figures against the region."""
+    from juggle.build import build_module
+
+    report = build_module(path, fabric=fabric)
+    if json_out:
+        emit_json(report)
+        return
+    console = Console()
+    console.print(f"[green]built[/green] {report['path']} ({report['family']}, modeled)")
+    for design, entry in report["designs"].items():
+        console.print(
+            f"  {design}: {entry['luts']} LUTs, {entry['flipflops']} flip-flops, "
+            f"~{entry['slices']} slices (estimate), {entry['multipliers']} multipliers, "
+            f"{entry['block_rams']} block RAMs"
+        )
 
 
 @module_app.command("lock")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from juggle.build import read_report
 from juggle.core.controllers.base import (
     Controller,
     JuggleAction,
@@ -445,7 +446,21 @@ class Framework:
                 declared = self._model_resources(bitstream.design)
                 if declared is not None:
                     resources = declared
+        synthesized = read_report(source)  # juggle module build's figures, if any
         for region, (bitstream, _) in bitstreams.items():
+            synth = synthesized.get(bitstream.design)
+            if synth is not None:
+                if resources is not None and resources != synth:
+                    log.warning(
+                        "module %s: design %s declares %s, synthesis reports %s; the "
+                        "synthesized figures are checked",
+                        source.display(source.descriptor),
+                        bitstream.design,
+                        resources,
+                        synth,
+                    )
+                self.fabric.check(bitstream, region, synth)
+                resources = resources if resources is not None else synth
             self.fabric.check(bitstream, region, resources)
         return Hardware(driver, bitstreams, resources, pinned)
 

@@ -1,0 +1,123 @@
+"""``juggle module build``: synthesize a module's hardware and write its resource report.
+
+For every hardware service of a module, the design named in its bitstream is synthesized with
+Yosys ``synth_xilinx`` for the family of the target board's part (see
+:func:`juggle.fabric.rtl.synthesize`). A folder module's own Verilog lives in
+``hdl/<design>/*.v`` with top module ``<design>_top``; a design without it uses juggle's
+reference RTL of that name. The report goes next to the descriptor as ``resources.json``; at
+install the framework checks those synthesized figures against the region (and logs where the
+descriptor's declared figures disagree).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from juggle.errors import BackendError, DescriptorError
+from juggle.fabric.bitstream import parse_bitstream
+from juggle.fabric.profiles import load_profile
+from juggle.fabric.resources import Resources
+from juggle.limits import DEFAULT_LIMITS, Limits
+from juggle.runtime.modules import ModuleSource
+
+__all__ = ["REPORT_FILE", "build_module", "read_report"]
+
+#: the synthesis report beside a module's descriptor
+REPORT_FILE = "resources.json"
+
+_FIELDS = ("slices", "flipflops", "mult18", "ram16")
+
+
+def _rtl_of(source: ModuleSource, design: str) -> tuple[list[Path], str]:
+    """The Verilog sources and top of ``design``: the module's ``hdl/<design>/`` if it has
+    one, else the reference RTL. Raises :class:`~juggle.errors.BackendError` when neither."""
+    from juggle.fabric.rtl import RtlCatalog
+
+    if source.zip_prefix is None:
+        own = source.root / "hdl" / design
+        files = sorted(own.glob("*.v")) if own.is_dir() else []
+        if files:
+            return files, f"{design}_top"
+    found = RtlCatalog.builtin().find(design)
+    if found is None:
+        raise BackendError(
+            f"design {design!r} has no RTL: the module has no hdl/{design}/*.v and juggle no "
+            "reference core of that name",
+            design,
+        )
+    return list(found.sources), found.top
+
+
+def build_module(
+    path: str | Path, *, fabric: str = "xupv2p", limits: Limits = DEFAULT_LIMITS
+) -> dict[str, Any]:
+    """Synthesize every hardware design of the module at ``path`` for board ``fabric`` and
+    write ``resources.json`` beside its descriptor; returns the report written.
+
+    Raises :class:`~juggle.errors.ModuleError` / :class:`~juggle.errors.DescriptorError` for
+    the module, :class:`~juggle.errors.BackendError` when a design has no RTL or synthesis
+    fails (naming the tool and the end of its log).
+    """
+    from juggle.fabric.rtl import family_for_part, synthesize
+
+    source = ModuleSource.open(path, limits)
+    if source.zip_prefix is not None:
+        raise DescriptorError(
+            f"{str(source.location)!r}: build a module folder (the report is written into it)",
+            str(source.location),
+        )
+    descriptor = source.load_descriptor()
+    board = load_profile(fabric)
+    family = family_for_part(board.board.part)
+    designs: dict[str, Any] = {}
+    for spec in descriptor.services:
+        if spec.hardware is None:
+            continue
+        for relpath in spec.hardware.bitstreams.values():
+            data = source.read_bytes(relpath)
+            design = parse_bitstream(data, source=source.display(relpath), limits=limits).design
+            if design in designs:
+                continue
+            sources, top = _rtl_of(source, design)
+            report = synthesize(sources, top, family)
+            entry = report.as_dict()
+            entry["resources"] = dict(zip(_FIELDS, _figures(report.resources()), strict=True))
+            designs[design] = entry
+    document = {
+        "figure": "modeled (Yosys synth_xilinx; slices are a packing estimate)",
+        "board": board.name,
+        "part": board.board.part,
+        "family": family,
+        "designs": designs,
+    }
+    target = source.root / REPORT_FILE
+    target.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    document["path"] = str(target)
+    return document
+
+
+def _figures(resources: Resources) -> tuple[int, int, int, int]:
+    return (resources.slices, resources.flipflops, resources.mult18, resources.ram16)
+
+
+def read_report(source: ModuleSource) -> dict[str, Resources]:
+    """Design → synthesized resources from the module's ``resources.json`` (empty without
+    one). Raises :class:`~juggle.errors.DescriptorError` naming the file when it is
+    malformed."""
+    if not source.exists(REPORT_FILE):
+        return {}
+    shown = source.display(REPORT_FILE)
+    try:
+        document = json.loads(source.read_bytes(REPORT_FILE, "max_descriptor_bytes"))
+        out = {}
+        for design, entry in document["designs"].items():
+            figures = entry["resources"]
+            out[str(design)] = Resources(**{k: int(figures[k]) for k in _FIELDS})
+        return out
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise DescriptorError(
+            f"{shown}: not a synthesis report of juggle module build ({type(exc).__name__}: {exc})",
+            shown,
+        ) from exc

@@ -47,11 +47,18 @@ def demo(
         bool, typer.Option(help="Keep wall-clock time in step with the modeled fabric clock.")
     ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the synthetic mail and audio.")] = 1,
+    hardware: Annotated[
+        str,
+        typer.Option(
+            help="model: hardware calls run on the cores' Python models; rtl: on their Verilog "
+            "in a cycle-accurate simulator."
+        ),
+    ] = "model",
 ) -> None:
     """The main job: the Juggle paper's mail + music scenario on the simulated xupv2p board."""
     from juggle.demo import render_demo, run_demo
 
-    result = run_demo(seed=seed, pace=pace)
+    result = run_demo(seed=seed, pace=pace, hardware=hardware)
     if json_out:
         emit_json(result)
     else:

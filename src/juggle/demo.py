@@ -55,9 +55,9 @@ class _Work:
 
 
 class _Scenario:
-    def __init__(self, seed: int, pace: bool) -> None:
+    def __init__(self, seed: int, pace: bool, hardware: str = "model") -> None:
         self.rng = random.Random(seed)
-        self.fw = Framework("xupv2p", pace=pace)
+        self.fw = Framework("xupv2p", pace=pace, hardware=hardware)
         modules = examples_dir()
         for name in ("tdes", "audio"):
             self.fw.install(modules / name).start()
@@ -172,9 +172,10 @@ def _throughput(work: _Work, stats: dict[str, Any], service: str, tier: str) -> 
     return n / seconds / 1e6 if seconds else 0.0
 
 
-def run_demo(seed: int = 1, pace: bool = False) -> dict[str, Any]:
-    """Run the scenario; returns the JSON-ready result (see ``juggle demo --json``)."""
-    sc = _Scenario(seed, pace)
+def run_demo(seed: int = 1, pace: bool = False, hardware: str = "model") -> dict[str, Any]:
+    """Run the scenario; returns the JSON-ready result (see ``juggle demo --json``).
+    ``hardware="rtl"`` runs every hardware call on the cores' Verilog."""
+    sc = _Scenario(seed, pace, hardware)
     try:
         phases = [
             sc.phase(None, messages=4, chunks=16, start=0),
@@ -244,6 +245,7 @@ def _result(
                 )
     return {
         "board": "xupv2p (simulated)",
+        "hardware": "rtl" if sc.fw.fabric.backend == "rtl" else "model",
         "tiers": tier_out,
         "services": services,
         "juggles": juggles,

@@ -136,3 +136,25 @@ def test_a_killed_simulator_is_contained(fw: juggle.Framework) -> None:
     fw.recover("prr0")
     fw.juggle(to_hardware=proxy.service_id)  # a fresh simulator
     assert encrypt(proxy, bytes.fromhex(plain)).hex().upper() == cipher
+
+
+def test_simulate_tdes_and_the_demo_run_on_rtl() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from juggle.cli import _register_scenarios, app
+
+    built()
+    _register_scenarios()
+    runner = CliRunner()
+    fig7 = runner.invoke(app, ["simulate", "tdes", "--hardware", "rtl", "--json"])
+    assert fig7.exit_code == 0, fig7.output
+    doc = json.loads(fig7.stdout)
+    assert doc["block_bus_cycles"]["rtl"] == doc["block_bus_cycles"]["model"] > 0
+    assert set(doc["throughput_mb_s_rtl"]) == {"hardware-direct", "hardware-proxied"}
+    demo = runner.invoke(app, ["demo", "--hardware", "rtl", "--json"])
+    assert demo.exit_code == 0, demo.output
+    result = json.loads(demo.stdout)
+    assert result["hardware"] == "rtl" and result["failed_calls"] == 0
+    assert result["results_agree"]

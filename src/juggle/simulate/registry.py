@@ -14,8 +14,9 @@ def scenarios() -> list[Register]:
     from juggle.hwthreads.cli_sort import register as sort
     from juggle.simulate.cli_router import register as router
     from juggle.simulate.ofdm_cli import register as ofdm
+    from juggle.simulate.thumbpod import register as thumbpod
 
-    return [router, ofdm, sort]
+    return [router, ofdm, sort, thumbpod]
 
 
 def register_all(simulate_app: typer.Typer) -> None:

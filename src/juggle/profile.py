@@ -1,0 +1,940 @@
+"""``juggle profile MODULE_OR_SERVICE``: ThumbPod's refinement step for any service.
+
+ThumbPod refines one function from Java to C to hardware and asks at each step two things:
+does the new level compute the same thing, and what does one call cost, split into the
+*interface* (every layer between the caller and the implementation) and the *core* (the
+implementation's own work)? :func:`profile_service` asks both for every tier a service has:
+
+* **Differential check.** The same inputs (a :class:`Workload`: state-setting calls first,
+  then the checked calls) run through the service's proxy at every tier; the results (return
+  values and the bytes of in-place buffers) must be equal. A hardware call served by the
+  software fallback does not count as agreeing: the hardware did not compute it.
+* **Cost of one call** of the workload's timed call, best of several rounds (wall clock of
+  this machine, ``measured``):
+
+  - software and native: interface = the proxy (timed on a no-op stand-in of the same
+    interface, proxied minus direct, so it does not drown in the core's time); core = the
+    implementation called directly.
+  - hardware: interface = proxy + runtime (the virtual device: owner check, core lock, fault
+    guard; device call minus driver call) + driver (the driver's own code, replayed against
+    a recording of its register reads, so the simulator's work is left out) + bus
+    transactions (``modeled``: the simulated window's reads and writes at the board profile's
+    cycles, less the core's cycles that they hide); core = the core model's latency times
+    the operations it ran (``modeled``, fabric cycles). On a backend without a modeled bus
+    the driver call's wall time is the rest of the interface and the core is not separated.
+
+The gain of a tier is the slowest tier's total over its own. A target is a module path, or
+the name of a module or an interface among the modules shipped in ``examples/modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from juggle.errors import ConfigurationError, JuggleError, ServiceUnavailableError
+from juggle.fabric.fabric import Fabric
+from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, GuardedWindow
+from juggle.runtime.interfaces import short_name, state_setting
+from juggle.runtime.proxy import ServiceProxy, binding_of, build_proxy, has_context
+
+__all__ = [
+    "LABELS",
+    "Call",
+    "Workload",
+    "profile_service",
+    "register",
+    "render_profile",
+    "workload_for",
+]
+
+#: What each label means (every figure of a profile carries one).
+LABELS: Mapping[str, str] = {
+    "measured": "wall clock of this machine (best of the rounds)",
+    "modeled": "derived by a stated model: the simulated fabric's bus and core cycles at the "
+    "board profile's clock, or a sum of measured and modeled parts",
+    "input": "copied from the workload or the board profile",
+    "calibrated": "fitted to the figure it is compared with (none in a profile)",
+}
+_CONSUMER = "juggle-profile"
+_MODEL_CALLS = 16  # proxied calls whose bus transactions are counted
+
+
+# -- workloads ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One call ``method(*args)``; a ``bytearray`` argument is copied for every execution."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+
+    def fresh_args(self) -> tuple[Any, ...]:
+        """The arguments, with every bytearray copied (calls may work in place)."""
+        return tuple(bytearray(a) if isinstance(a, bytearray) else a for a in self.args)
+
+    def describe(self) -> str:
+        """``encrypt(8 bytes, 8)``: the call with buffers shown by their length."""
+        shown = [
+            f"{len(a)} bytes" if isinstance(a, bytes | bytearray) else repr(a) for a in self.args
+        ]
+        return f"{self.method}({', '.join(shown)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The inputs of a profile: ``setup`` (state-setting calls made first at every tier),
+    ``checks`` (calls whose results every tier must reproduce, in order) and ``timed`` (the
+    call whose cost is measured, made after ``setup``)."""
+
+    setup: tuple[Call, ...]
+    checks: tuple[Call, ...]
+    timed: Call
+    description: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        """What the workload does, for a report."""
+        return {
+            "description": self.description,
+            "setup": [c.describe() for c in self.setup],
+            "checks": len(self.checks),
+            "checked_methods": sorted({c.method for c in self.checks}),
+            "timed": self.timed.describe(),
+        }
+
+
+#: algorithm property -> (key bytes, block bytes)
+_CIPHERS: Mapping[str, tuple[int, int]] = {"aes": (16, 16), "des": (8, 8), "tdes": (24, 8)}
+
+
+def _cipher_workload(
+    properties: Mapping[str, Any], rng: random.Random, vectors: int, size: int | None
+) -> Workload:
+    algorithm = properties.get("algorithm")
+    if algorithm not in _CIPHERS:
+        raise ConfigurationError(
+            f'crypto.EncryptionService: property "algorithm" must be one of '
+            f"{', '.join(_CIPHERS)} to choose a key and block size, got {algorithm!r}",
+            algorithm,
+        )
+    key_size, block = _CIPHERS[str(algorithm)]
+    size = block if size is None else size
+    if size <= 0 or size % block:
+        raise ConfigurationError(
+            f'"size" must be a positive multiple of the {block}-byte {algorithm} block, got {size}',
+            size,
+        )
+    key = rng.randbytes(key_size)
+    checks = tuple(
+        Call(method, (bytearray(rng.randbytes(size)), size))
+        for method in ("encrypt", "decrypt")
+        for _ in range(vectors)
+    )
+    return Workload(
+        (Call("load_key", (key,)),),
+        checks,
+        Call("encrypt", (bytearray(rng.randbytes(size)), size)),
+        f"{algorithm}: one random key, {vectors} random {size}-byte buffers encrypted and "
+        f"{vectors} decrypted",
+    )
+
+
+def _int_workload(method: str) -> Callable[..., Workload]:
+    def build(
+        properties: Mapping[str, Any], rng: random.Random, vectors: int, size: int | None
+    ) -> Workload:
+        low, high = -(1 << 31), (1 << 31) - 1
+        edges = [(high, 1), (low, -1), (high, high), (low, low), (0, -1), (-7, 3)]
+        pairs = edges + [(rng.randint(low, high), rng.randint(low, high)) for _ in range(vectors)]
+        return Workload(
+            (),
+            tuple(Call(method, pair) for pair in pairs),
+            Call(method, (123_456, -789)),
+            f"{method}: {len(edges)} edge pairs (32-bit wrap) and {vectors} random int32 pairs",
+        )
+
+    return build
+
+
+def _decoder_workload(
+    properties: Mapping[str, Any], rng: random.Random, vectors: int, size: int | None
+) -> Workload:
+    size = 64 if size is None else size
+    if size <= 0:
+        raise ConfigurationError(f'"size" must be > 0 bytes, got {size}', size)
+    return Workload(
+        (Call("reset"),),
+        tuple(Call("decode", (rng.randbytes(size),)) for _ in range(vectors)),
+        Call("decode", (rng.randbytes(size),)),
+        f"one stream of {vectors} random {size}-byte pieces decoded after a reset",
+    )
+
+
+_BUILDERS: Mapping[str, Callable[..., Workload]] = {
+    "EncryptionService": _cipher_workload,
+    "AddService": _int_workload("add"),
+    "MulService": _int_workload("mul"),
+    "DecoderService": _decoder_workload,
+}
+
+
+def workload_for(
+    interface: str,
+    properties: Mapping[str, Any] | None = None,
+    *,
+    seed: int = 1,
+    vectors: int = 8,
+    size: int | None = None,
+) -> Workload:
+    """The built-in workload of ``interface`` (full or short name) for a service with
+    ``properties``: ``vectors`` random checked calls from ``seed``; ``size`` is the bytes per
+    call of buffer services (default: one cipher block, 64 bytes of ADPCM).
+
+    Raises :class:`~juggle.errors.ConfigurationError` for an interface without a built-in
+    workload (pass your own :class:`Workload`) or a bad ``size`` / ``vectors``.
+    """
+    builder = _BUILDERS.get(short_name(interface))
+    if builder is None:
+        raise ConfigurationError(
+            f"no built-in workload for interface {interface!r} (built in: "
+            f"{', '.join(sorted(_BUILDERS))}); pass workload=Workload(...)",
+            interface,
+        )
+    if isinstance(vectors, bool) or not isinstance(vectors, int) or vectors < 1:
+        raise ConfigurationError(f'"vectors" must be an int >= 1, got {vectors!r}', vectors)
+    return builder(properties or {}, random.Random(seed), vectors, size)
+
+
+# -- targets -----------------------------------------------------------------------------------
+
+
+def _shipped_modules() -> list[Path]:
+    """The module folders of ``examples/modules`` next to the juggle sources (none if absent)."""
+    for parent in Path(__file__).resolve().parents:
+        folder = parent / "examples" / "modules"
+        if folder.is_dir():
+            return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("_"))
+    return []
+
+
+def _resolve(target: str, fabric: str) -> tuple[list[Path], str | None]:
+    """(module paths to install, interface to select or None for all their services)."""
+    path = Path(target)
+    if path.exists():
+        return [path], None
+    from juggle.runtime.validate import validate_module
+
+    by_module: list[Path] = []
+    by_interface: list[Path] = []
+    interface: str | None = None
+    names = []
+    for folder in _shipped_modules():
+        try:
+            report = validate_module(folder, fabric=fabric)
+        except JuggleError:
+            continue
+        names.append(report["name"])
+        if report["name"] == target:
+            by_module.append(folder)
+        for service in report["services"]:
+            for full in service["interfaces"]:
+                if target in (full, short_name(full)):
+                    by_interface.append(folder)
+                    interface = full
+    if by_module:
+        return by_module, None
+    if by_interface:
+        return sorted(set(by_interface)), interface
+    raise ServiceUnavailableError(
+        f"{target!r} is not a module path, nor a module or interface of the shipped modules "
+        f"({', '.join(names) or 'none found'})",
+        target,
+    )
+
+
+# -- timing ------------------------------------------------------------------------------------
+
+
+def _best_us(
+    fns: Mapping[str, Callable[[], object]], rounds: int, round_s: float
+) -> dict[str, float]:
+    """Best per-call time of each of ``fns`` in µs over ``rounds`` interleaved rounds of about
+    ``round_s`` seconds each."""
+    counts = {}
+    for name, fn in fns.items():
+        one = min(_once(fn) for _ in range(3))
+        counts[name] = max(3, min(200_000, int(round_s / max(one, 1e-8))))
+    best = dict.fromkeys(fns, float("inf"))
+    clock = time.perf_counter_ns
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            n = counts[name]
+            t0 = clock()
+            for _ in range(n):
+                fn()
+            best[name] = min(best[name], (clock() - t0) / n)
+    return {name: ns / 1000.0 for name, ns in best.items()}
+
+
+def _once(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _stand_in(proxy: ServiceProxy) -> type:
+    """A no-op class with the proxy's methods (state-setting ones marked, portable state
+    where the implementation has it), so a proxy of it costs what the real proxy costs."""
+    binding = binding_of(proxy)
+    attrs: dict[str, Any] = {}
+    for spec in binding.methods:
+
+        def noop(self: object, *args: Any, **kwargs: Any) -> None:
+            return None
+
+        attrs[spec.name] = state_setting(noop) if spec.state_setting else noop
+    if has_context(binding.impl):
+        attrs["juggle_save_state"] = lambda self: None
+        attrs["juggle_restore_state"] = lambda self, state: None
+    return type("StandIn", (), attrs)
+
+
+def _proxy_us(proxy: ServiceProxy, tier: str, call: Call, sample: int, timing: _Timing) -> float:
+    """The proxy's own cost of ``call``: a stand-in proxied minus called directly."""
+    cls = _stand_in(proxy)
+    impl = cls()
+    proxied = build_proxy(cls, proxy.interface, 0, _CONSUMER, impl, tier, sample_period=sample)
+    times = timing.run(
+        {
+            "direct": partial(getattr(impl, call.method), *call.fresh_args()),
+            "proxied": partial(getattr(proxied, call.method), *call.fresh_args()),
+        }
+    )
+    return max(0.0, times["proxied"] - times["direct"])
+
+
+@dataclass(frozen=True, slots=True)
+class _Timing:
+    rounds: int
+    round_s: float
+
+    def run(self, fns: Mapping[str, Callable[[], object]]) -> dict[str, float]:
+        return _best_us(fns, self.rounds, self.round_s)
+
+
+# -- a driver without the simulator ------------------------------------------------------------
+
+
+class _ReplayMismatch(Exception):
+    """The driver read a register the recording did not expect."""
+
+
+class _Recorder:
+    """An MMIO in front of ``target`` that records every read (offset, value)."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+        self.reads: list[tuple[int, int]] = []
+
+    @property
+    def size(self) -> int:
+        return int(self._target.size)
+
+    def read32(self, offset: int) -> int:
+        value = int(self._target.read32(offset))
+        self.reads.append((offset, value))
+        return value
+
+    def write32(self, offset: int, value: int) -> None:
+        self._target.write32(offset, value)
+
+
+class _Replay:
+    """An MMIO answering reads from a recording, then cycling over its part from ``loop``
+    on (one timed call's reads); writes go nowhere. The driver runs without a core model."""
+
+    def __init__(self, size: int, reads: list[tuple[int, int]]) -> None:
+        self._size = size
+        self._reads = reads
+        self._next = 0
+        self._loop: int | None = None
+
+    def loop_from(self, index: int) -> None:
+        self._loop = index
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read32(self, offset: int) -> int:
+        i = self._next
+        if i >= len(self._reads):
+            if self._loop is None or self._loop >= len(self._reads):
+                raise _ReplayMismatch(f"read at {offset:#x} beyond the recording")
+            i = self._loop
+        expected, value = self._reads[i]
+        if expected != offset:
+            raise _ReplayMismatch(f"read at {offset:#x}, recorded {expected:#x}")
+        self._next = i + 1
+        return value
+
+    def write32(self, offset: int, value: int) -> None:
+        return None
+
+
+def _replayed(
+    driver_cls: type, window: Any, region: str, workload: Workload, invoke: Callable[[Any], object]
+) -> object | None:
+    """A ``driver_cls`` on a replay of its own register reads: made on ``window`` with the
+    workload's setup and one ``invoke(driver)``, then answering every further ``invoke`` from
+    that recording (behind the runtime's guard, as the real driver). None when the driver's
+    accesses do not repeat."""
+    try:
+        recorder = _Recorder(window)
+        recorded = driver_cls(recorder)
+        for call in workload.setup:
+            getattr(recorded, call.method)(*call.fresh_args())
+        mark = len(recorder.reads)
+        invoke(recorded)
+        replay = _Replay(recorder.size, recorder.reads)
+        driver: object = driver_cls(GuardedWindow(replay, region, DEFAULT_CALL_TIMEOUT_S))
+        for call in workload.setup:
+            getattr(driver, call.method)(*call.fresh_args())
+        replay.loop_from(mark)
+        for _ in range(2):  # the recording must carry two calls in a row
+            invoke(driver)
+    except (_ReplayMismatch, JuggleError, TypeError):
+        return None
+    return driver
+
+
+@contextmanager
+def _driving(core: Any, driver: object) -> Iterator[None]:
+    """``core`` runs its calls on ``driver`` meanwhile (the profile's own framework only)."""
+    original = core.driver
+    core.driver = driver
+    try:
+        yield
+    finally:
+        core.driver = original
+
+
+# -- one service -------------------------------------------------------------------------------
+
+
+def _invoke(target: object, call: Call) -> object:
+    return getattr(target, call.method)(*call.fresh_args())
+
+
+def _outcome(result: object, args: tuple[Any, ...]) -> object:
+    """What a call produced: its return value and the bytes of its writable buffers."""
+    return (result, tuple(bytes(a) for a in args if isinstance(a, bytearray)))
+
+
+def _run_checks(proxy: ServiceProxy, workload: Workload) -> list[object]:
+    for call in workload.setup:
+        getattr(proxy, call.method)(*call.fresh_args())
+    out: list[object] = []
+    for call in workload.checks:
+        args = call.fresh_args()
+        try:
+            out.append(_outcome(getattr(proxy, call.method)(*args), args))
+        except JuggleError as exc:  # the same refusal at every tier agrees too
+            out.append(("raised", type(exc).__name__))
+    return out
+
+
+def _compare(
+    results: Mapping[str, list[object]],
+    workload: Workload,
+    unserved: Mapping[str, int],
+    refused: Mapping[str, str],
+) -> tuple[bool, list[dict[str, Any]]]:
+    """(agree, the first disagreements) over the tiers' results, the calls a fallback
+    served and the tiers that refused to serve."""
+    problems: list[dict[str, Any]] = [
+        {"tier": tier, "why": f"could not serve from this tier: {why}"}
+        for tier, why in refused.items()
+    ]
+    for tier, fallbacks in unserved.items():
+        if fallbacks:
+            problems.append(
+                {"tier": tier, "why": f"{fallbacks} call(s) served by the software fallback"}
+            )
+    if not results:
+        return False, problems[:10]
+    tiers = list(results)
+    reference = tiers[0]
+    for i, call in enumerate(workload.checks):
+        differ = [t for t in tiers[1:] if results[t][i] != results[reference][i]]
+        if differ:
+            problems.append(
+                {
+                    "check": i,
+                    "call": call.describe(),
+                    "tiers": [reference, *differ],
+                    "why": "results differ",
+                }
+            )
+    return not problems, problems[:10]
+
+
+@dataclass(slots=True)
+class _TierCost:
+    implementation: str
+    interface: dict[str, float | int | None]
+    core: dict[str, float | int | None]
+    labels: dict[str, str]
+    extra: dict[str, float | None] = field(default_factory=dict)
+    total_label: str = "measured"
+
+    @property
+    def interface_us(self) -> float:
+        return sum(float(v) for k, v in self.interface.items() if k.endswith("_us") and v)
+
+    @property
+    def core_us(self) -> float:
+        value = self.core.get("us")
+        return float(value) if value is not None else 0.0
+
+    def report(self, gain: float, gain_label: str) -> dict[str, Any]:
+        total = self.interface_us + self.core_us
+        labels = {
+            **self.labels,
+            "interface_us": self.total_label,
+            "core_us": self.labels.get("core.us", "measured"),
+            "total_us": self.total_label,
+            "gain": gain_label,
+        }
+        return {
+            "implementation": self.implementation,
+            "interface": self.interface,
+            "core": self.core,
+            "interface_us": round(self.interface_us, 4),
+            "core_us": round(self.core_us, 4),
+            "total_us": round(total, 4),
+            "gain": round(gain, 3),
+            **self.extra,
+            "labels": labels,
+        }
+
+
+def _soft_cost(
+    proxy: ServiceProxy, tier: str, workload: Workload, sample: int, timing: _Timing
+) -> _TierCost:
+    impl = binding_of(proxy).impl
+    call = workload.timed
+    proxy_us = _proxy_us(proxy, tier, call, sample, timing)
+    times = timing.run(
+        {
+            "core": partial(getattr(impl, call.method), *call.fresh_args()),
+            "wall": partial(getattr(proxy, call.method), *call.fresh_args()),
+        }
+    )
+    return _TierCost(
+        type(impl).__name__,
+        {"proxy_us": round(proxy_us, 4)},
+        {"us": round(times["core"], 4)},
+        {"interface.proxy_us": "measured", "core.us": "measured", "wall_us": "measured"},
+        {"wall_us": round(times["wall"], 4)},
+    )
+
+
+def _core_operations(model: object) -> tuple[int, int] | None:
+    """(operations so far, cycles each) of a core model that counts them, else None."""
+    for counter, latency in (
+        ("blocks", "latency"),
+        ("operations", "latency"),
+        ("samples", "cycles_per_sample"),
+    ):
+        ops, cycles = getattr(model, counter, None), getattr(model, latency, None)
+        if isinstance(ops, int) and isinstance(cycles, int):
+            return ops, cycles
+    return None
+
+
+def _modeled_bus(fw: Any, proxy: ServiceProxy, region: str, call: Call) -> dict[str, Any] | None:
+    """Per call of ``call`` through ``proxy``: reads, writes, bus cycles and core cycles on
+    the simulated window of ``region`` (None without one)."""
+    window = fw.fabric.window(region)
+    statistics = getattr(window, "statistics", None)
+    if statistics is None:
+        return None
+    model = getattr(window, "model", None)
+    before, ops_before = statistics(), _core_operations(model)
+    method = getattr(proxy, call.method)
+    for _ in range(_MODEL_CALLS):
+        method(*call.fresh_args())
+    after, ops_after = statistics(), _core_operations(model)
+    n = _MODEL_CALLS
+    busy = (after.busy_cycles - before.busy_cycles) / n
+    core = None
+    if ops_before is not None and ops_after is not None:
+        core = (ops_after[0] - ops_before[0]) * ops_after[1] / n
+    return {
+        "reads": (after.reads - before.reads) / n,
+        "writes": (after.writes - before.writes) / n,
+        "busy_cycles": busy,
+        "core_cycles": core,
+        "operations": None
+        if ops_after is None or ops_before is None
+        else (ops_after[0] - ops_before[0]) / n,
+    }
+
+
+def _hardware_cost(
+    fw: Any, proxy: ServiceProxy, region: str, workload: Workload, timing: _Timing
+) -> _TierCost:
+    device = binding_of(proxy).impl
+    call = workload.timed
+    proxy_us = _proxy_us(proxy, "hardware", call, fw.trace_sample, timing)
+    core = getattr(device, "core", None)
+    driver = getattr(core, "driver", None)
+    name = type(device if driver is None else driver).__name__
+    device_call = partial(getattr(device, call.method), *call.fresh_args())
+    fns: dict[str, Callable[[], object]] = {
+        "wall": partial(getattr(proxy, call.method), *call.fresh_args()),
+        "device": device_call,
+    }
+    times: dict[str, float] = {}
+    if driver is not None:
+        window = fw.fabric.window(region)
+        cls = type(driver)
+        fns["driver"] = partial(getattr(driver, call.method), *call.fresh_args())
+        alone = _replayed(cls, window, region, workload, lambda d: _invoke(d, call))
+        if alone is not None:
+            fns["driver_host"] = partial(getattr(alone, call.method), *call.fresh_args())
+
+        def via_device(d: object) -> object:
+            with _driving(core, d):
+                return _invoke(device, call)
+
+        behind = _replayed(cls, window, region, workload, via_device)
+        if behind is not None:
+            with _driving(core, behind):
+                times["device_host"] = timing.run({"device": device_call})["device"]
+    times.update(timing.run(fns))
+    modeled = _modeled_bus(fw, proxy, region, call)
+    hz = fw.fabric.profile.board.fabric_hz
+    driver_sim = times.get("driver", times["device"])
+    host_driver = times.get("driver_host")
+    runtime = (
+        times["device_host"] - host_driver
+        if "device_host" in times and host_driver is not None
+        else times["device"] - driver_sim
+    )
+    interface: dict[str, float | int | None] = {
+        "proxy_us": round(proxy_us, 4),
+        "runtime_us": round(max(0.0, runtime), 4),
+    }
+    labels = {
+        "interface.proxy_us": "measured",
+        "interface.runtime_us": "measured",
+        "wall_us": "measured",
+        "simulator_us": "measured",
+    }
+    extra: dict[str, float | None] = {"wall_us": round(times["wall"], 4)}
+    if modeled is None:  # a board: the driver call's wall time holds the bus and the core
+        interface["driver_us"] = round(driver_sim, 4)
+        labels["interface.driver_us"] = "measured"
+        extra["simulator_us"] = None
+        return _TierCost(name, interface, {"us": None}, labels, extra)
+    interface["driver_us"] = None if host_driver is None else round(host_driver, 4)
+    extra["simulator_us"] = (
+        None if host_driver is None else round(max(0.0, driver_sim - host_driver), 4)
+    )
+    core_cycles = modeled["core_cycles"]
+    bus_cycles = modeled["busy_cycles"] - (core_cycles or 0.0)
+    interface.update(
+        {
+            "bus_reads": modeled["reads"],
+            "bus_writes": modeled["writes"],
+            "bus_cycles": round(max(0.0, bus_cycles), 3),
+            "bus_us": round(max(0.0, bus_cycles) / hz * 1e6, 4),
+        }
+    )
+    labels.update(
+        {
+            "interface.driver_us": "measured",
+            "interface.bus_reads": "modeled",
+            "interface.bus_writes": "modeled",
+            "interface.bus_cycles": "modeled",
+            "interface.bus_us": "modeled",
+            "core.cycles": "modeled",
+            "core.us": "modeled",
+            "core.operations": "modeled",
+            "fabric_hz": "input",
+        }
+    )
+    extra["fabric_hz"] = float(hz)
+    core_part: dict[str, float | int | None] = {
+        "operations": modeled["operations"],
+        "cycles": None if core_cycles is None else round(core_cycles, 3),
+        "us": None if core_cycles is None else round(core_cycles / hz * 1e6, 4),
+    }
+    return _TierCost(
+        name,
+        interface,
+        core_part,
+        labels,
+        extra,
+        total_label="modeled",
+    )
+
+
+def _profile_one(
+    fw: Any, snap: Any, flt: str | None, workload: Workload | None, options: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    sid = snap.service_id
+    query = f"(service.id={sid})" if flt is None else f"(&(service.id={sid}){flt})"
+    try:
+        proxy = fw.get_service(snap.interface, consumer=_CONSUMER, filter=query)
+    except ServiceUnavailableError:
+        return None  # the filter leaves this service out
+    wl = workload or workload_for(
+        snap.interface,
+        snap.properties,
+        seed=options["seed"],
+        vectors=options["vectors"],
+        size=options["size"],
+    )
+    timing: _Timing = options["timing"]
+    results: dict[str, list[object]] = {}
+    unserved: dict[str, int] = {}
+    refused: dict[str, str] = {}
+    costs: dict[str, _TierCost] = {}
+    try:
+        for tier in snap.tiers:
+            try:
+                fw.set_tier(sid, tier)
+            except JuggleError as exc:  # the tier cannot serve: nothing to compare there
+                refused[tier] = " ".join(str(exc).split())
+                continue
+            fallbacks = fw.statistics(sid).fallbacks
+            results[tier] = _run_checks(proxy, wl)
+            unserved[tier] = fw.statistics(sid).fallbacks - fallbacks
+            now = next(s for s in fw.services() if s.service_id == sid)
+            if unserved[tier] or now.tier != tier:
+                continue  # a fault moved the service away: nothing left to time there
+            if tier == "hardware":
+                costs[tier] = _hardware_cost(fw, proxy, now.region, wl, timing)
+            else:
+                costs[tier] = _soft_cost(proxy, tier, wl, fw.trace_sample, timing)
+    finally:
+        soft = [t for t in snap.tiers if t != "hardware"]
+        if soft and "hardware" in results:
+            fw.set_tier(sid, snap.tier if snap.tier in soft else soft[0])  # frees the region
+        fw.unget_service(proxy)
+    agree, problems = _compare(results, wl, unserved, refused)
+    totals = {t: c.interface_us + c.core_us for t, c in costs.items()}
+    slowest = max(totals, key=lambda t: totals[t]) if totals else None
+    tiers: dict[str, Any] = {}
+    for tier in snap.tiers:
+        cost = costs.get(tier)
+        if cost is None or slowest is None:
+            why = refused.get(tier, "a fault moved the service off this tier")
+            tiers[tier] = {"error": f"not timed: {why}"}
+            continue
+        measured = cost.total_label == costs[slowest].total_label == "measured"
+        gain = totals[slowest] / totals[tier] if totals[tier] > 0 else float("inf")
+        tiers[tier] = cost.report(gain, "measured" if measured else "modeled")
+    return {
+        "service_id": sid,
+        "interface": snap.interface,
+        "module": snap.module,
+        "properties": dict(snap.properties),
+        "tiers": tiers,
+        "slowest_tier": slowest,
+        "agree": agree,
+        "disagreements": problems,
+        "workload": {**wl.summary(), "seed": options["seed"], "label": "input"},
+    }
+
+
+def profile_service(
+    path_or_interface: str | Path,
+    *,
+    fabric: str | Path | Fabric = "xupv2p",
+    filter: str | None = None,
+    workload: Workload | None = None,
+    seed: int = 1,
+    vectors: int = 8,
+    size: int | None = None,
+    rounds: int = 5,
+    round_ms: float = 5.0,
+) -> dict[str, Any]:
+    """Profile every service of a module (a path, or a shipped module's name) or every
+    shipped service of an interface (full or short name) at all its tiers, in a fresh
+    :class:`~juggle.runtime.framework.Framework` on board ``fabric`` (a profile name or path,
+    or an opened :class:`~juggle.fabric.fabric.Fabric`, which the profile closes).
+
+    ``filter`` (LDAP, on service properties) narrows the services; ``workload`` replaces the
+    built-in ones (:func:`workload_for`: ``seed``, ``vectors``, ``size``); each timing keeps
+    the best of ``rounds`` rounds of about ``round_ms`` ms. Returns ``{"target", "modules",
+    "fabric", "backend", "agree", "services": [...], "labels"}``; each service has
+    ``tiers[tier]`` with ``interface`` / ``core`` parts, ``interface_us``, ``core_us``,
+    ``total_us``, ``gain`` and a label per figure (module docstring).
+
+    Raises :class:`~juggle.errors.ServiceUnavailableError` for an unknown target or when no
+    service matches, :class:`~juggle.errors.ConfigurationError` for bad options, and what
+    installing the module raises.
+    """
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ConfigurationError(f'"rounds" must be an int >= 1, got {rounds!r}', rounds)
+    if not round_ms > 0:
+        raise ConfigurationError(f'"round_ms" must be > 0, got {round_ms!r}', round_ms)
+    from juggle.runtime.framework import Framework
+
+    target = str(path_or_interface)
+    board_name = fabric.profile.name if isinstance(fabric, Fabric) else str(fabric)
+    paths, interface = _resolve(target, board_name)
+    options = {
+        "seed": seed,
+        "vectors": vectors,
+        "size": size,
+        "timing": _Timing(rounds, round_ms / 1000.0),
+    }
+    with Framework(fabric) as fw:
+        modules = []
+        for path in paths:
+            module = fw.install(path)
+            module.start()
+            modules.append(module.name)
+        services = []
+        for snap in fw.services():
+            if interface is not None and interface not in snap.interfaces:
+                continue
+            profiled = _profile_one(fw, snap, filter, workload, options)
+            if profiled is not None:
+                services.append(profiled)
+        board, backend = fw.fabric.profile.board.name, fw.fabric.backend
+    if not services:
+        raise ServiceUnavailableError(
+            f"no service of {target!r} matches {filter!r}"
+            if filter
+            else f"{target!r} has no service",
+            target,
+        )
+    return {
+        "target": target,
+        "modules": modules,
+        "fabric": board,
+        "backend": backend,
+        "agree": all(s["agree"] for s in services),
+        "services": services,
+        "labels": dict(LABELS),
+    }
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``profile`` command to the ``juggle`` app."""
+    app.command("profile")(profile)
+
+
+def profile(
+    target: Annotated[
+        str, typer.Argument(help="Module path, or a shipped module's or interface's name.")
+    ],
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    filter: Annotated[
+        str | None, typer.Option("--filter", help='LDAP filter, e.g. "(algorithm=aes)".')
+    ] = None,
+    fabric: Annotated[str, typer.Option(help="Board profile.")] = "xupv2p",
+    seed: Annotated[int, typer.Option(help="Seed of the random inputs.")] = 1,
+    vectors: Annotated[int, typer.Option(help="Random checked calls per method.")] = 8,
+    size: Annotated[
+        int | None, typer.Option(help="Bytes per call for buffer services (default: a block).")
+    ] = None,
+    rounds: Annotated[int, typer.Option(help="Timing rounds (the best is kept).")] = 5,
+    round_ms: Annotated[float, typer.Option(help="Length of one timing round, ms.")] = 5.0,
+) -> None:
+    """Run the same inputs at every tier of a service: do the results agree, and what does
+    one call cost, split into interface and core (ThumbPod's refinement step)."""
+    try:
+        doc = profile_service(
+            target,
+            fabric=fabric,
+            filter=filter,
+            seed=seed,
+            vectors=vectors,
+            size=size,
+            rounds=rounds,
+            round_ms=round_ms,
+        )
+    except JuggleError as exc:
+        typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        raise typer.Exit(2) from exc
+    if json_out:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        render_profile(doc, Console())
+    if not doc["agree"]:
+        raise typer.Exit(1)
+
+
+def _us(value: object) -> str:
+    return "-" if value is None else f"{float(value):,.2f}"  # type: ignore[arg-type]
+
+
+def render_profile(doc: Mapping[str, Any], console: Console) -> None:
+    """Print a profile: per service a table of tiers (interface parts, core, total, gain)."""
+    for service in doc["services"]:
+        module = service["module"] or "no module"
+        name = f"{service['interface']} ({module}, id {service['service_id']})"
+        table = Table(title=f"{name}: one {service['workload']['timed']}, µs")
+        for column in (
+            "tier",
+            "proxy",
+            "runtime",
+            "driver",
+            "bus",
+            "core",
+            "total",
+            "gain",
+            "total is",
+        ):
+            table.add_column(column, justify="left" if column in ("tier", "total is") else "right")
+        for tier, cost in service["tiers"].items():
+            if "error" in cost:
+                table.add_row(tier, *["-"] * 7, cost["error"][:40])
+                continue
+            parts = cost["interface"]
+            table.add_row(
+                tier,
+                _us(parts.get("proxy_us")),
+                _us(parts.get("runtime_us")),
+                _us(parts.get("driver_us")),
+                _us(parts.get("bus_us")),
+                _us(cost["core"].get("us")),
+                _us(cost["total_us"]),
+                f"{cost['gain']:.1f}x",
+                cost["labels"]["total_us"],
+            )
+        console.print(table)
+        verdict = "[green]agree[/green]" if service["agree"] else "[red]DISAGREE[/red]"
+        console.print(
+            f"{verdict}: {service['workload']['checks']} checked calls at "
+            f"{', '.join(service['tiers'])}; gain over the slowest tier ({service['slowest_tier']})"
+        )
+        for problem in service["disagreements"]:
+            console.print(f"  {problem}")
+    console.print(
+        "proxy, runtime, driver: measured on this machine; bus and core: modeled on the "
+        f"simulated {doc['fabric']} fabric clock (hardware totals are modeled sums)"
+    )

@@ -52,6 +52,15 @@ def test_per_consumer_keys_stay_isolated_while_juggling(
             wrong.append(f"c{index}")
 
     callers = [Caller(lambda i=i: caller(i), threads=8) for i in range(len(KEYS))]
+
+    def some_calls_made(n: int = 6) -> None:
+        """Wait until the callers made a few calls on the tier just entered (a loaded machine
+        may otherwise juggle again before any caller got a turn)."""
+        target = sum(c.calls for c in callers) + n
+        deadline = time.monotonic() + 5
+        while sum(c.calls for c in callers) < target and time.monotonic() < deadline:
+            time.sleep(0.001)
+
     try:
         for n in range(200):
             soft = "software" if n % 4 < 2 else "native"
@@ -59,6 +68,8 @@ def test_per_consumer_keys_stay_isolated_while_juggling(
                 fw.juggle(to_hardware=sid)
             else:
                 fw.set_tier(sid, soft)
+            if n % 8 in (0, 1, 3):  # every tier gets calls, most juggles stay back to back
+                some_calls_made()
     finally:
         for c in callers:
             c.stop()

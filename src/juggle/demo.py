@@ -27,6 +27,7 @@ from rich.table import Table
 from juggle.core.controllers import load_controller
 from juggle.runtime.framework import Framework
 from juggle.services.audio import decode_ima_adpcm, encode_ima_adpcm, sine_sweep
+from juggle.shipped import example_modules
 
 MESSAGE_BYTES = 2048
 CHUNK_BYTES = 512  # ADPCM bytes per decode call (1024 samples)
@@ -34,12 +35,8 @@ MAIL_KEY = bytes.fromhex("0123456789ABCDEF23456789ABCDEF01456789ABCDEF0123")
 
 
 def examples_dir() -> Path:
-    """``examples/modules`` of this source tree."""
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "examples" / "modules"
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("examples/modules not found beside the juggle sources")
+    """The shipped example modules (package data)."""
+    return example_modules()
 
 
 @dataclass

@@ -49,6 +49,7 @@ from juggle.fabric.fabric import Fabric
 from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, GuardedWindow
 from juggle.runtime.interfaces import short_name, state_setting
 from juggle.runtime.proxy import ServiceProxy, binding_of, build_proxy, has_context
+from juggle.shipped import example_modules
 
 __all__ = [
     "LABELS",
@@ -222,12 +223,9 @@ def workload_for(
 
 
 def _shipped_modules() -> list[Path]:
-    """The module folders of ``examples/modules`` next to the juggle sources (none if absent)."""
-    for parent in Path(__file__).resolve().parents:
-        folder = parent / "examples" / "modules"
-        if folder.is_dir():
-            return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("_"))
-    return []
+    """The shipped example module folders (package data)."""
+    folder = example_modules()
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("_"))
 
 
 def _resolve(target: str, fabric: str) -> tuple[list[Path], str | None]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from juggle.runtime.proxy import build_proxy
+from juggle.shipped import example_module
 
 
 class NoopService:
@@ -82,12 +83,7 @@ def proxy_overhead(quick: bool = False) -> dict[str, float]:
 
 
 def _tdes_module() -> Path:
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent / "examples" / "modules" / "tdes"
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("examples/modules/tdes not found next to the juggle sources")
+    return example_module("tdes")
 
 
 def transparency(quick: bool = False) -> dict[str, float]:

@@ -197,7 +197,8 @@ class JuggleShell(cmd.Cmd):
         module = self._module(word)
         module.start()
         ids = ", ".join(str(i) for i in module.service_ids) or "none"
-        self._say(f"started module {module.module_id} ({module.name}); services: {ids}")
+        label = "service id" if len(module.service_ids) == 1 else "service ids"
+        self._say(f"started module {module.module_id} ({module.name}); {label}: {ids}")
 
     def do_stop(self, arg: str) -> None:
         """stop ID: stop module ID; its services are unregistered."""

@@ -459,3 +459,9 @@ def test_a_profile_that_is_not_utf8_is_a_profile_error(tmp_path: Path) -> None:
     profile.write_bytes(b'[board]\nname = "b\xe9"\n')
     with pytest.raises(juggle.errors.ProfileError, match="board.toml"):
         juggle.Framework(profile)
+
+
+def test_juggling_a_proxy_instead_of_its_id_says_how(fw: juggle.Framework) -> None:
+    add = fw.get_service("AddService")
+    with pytest.raises(UnknownServiceError, match=f"use its service_id, {add.service_id}"):
+        fw.juggle(to_hardware=add)

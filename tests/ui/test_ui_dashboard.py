@@ -125,7 +125,7 @@ def test_juggle_errors_are_400_409_and_422(
     busy = client.post("/api/juggle", json={"to_hardware": 2})
     assert busy.status_code == 409
     assert busy.json()["error"].startswith(
-        "no region for service 2 (crypto.EncryptionService): prr0 is held by service 1"
+        "no region for service 2 (crypto.EncryptionService): prr0 is held by service id 1"
     )
     assert client.get("/api/services").json()[0]["tier"] == "hardware"  # nothing changed
     swapped = client.post("/api/juggle", json={"to_hardware": 2, "to_software": [1]})

@@ -47,8 +47,8 @@ services
     )
     assert rc == 0  # one command failed: reported, and the session went on
     assert "juggle>" not in text  # no prompt when stdin is not a terminal
-    assert f"installed module 1: tdes 1.0.0 ({tdes_path})" in text
-    assert "started module 1 (tdes); services: 1" in text
+    assert f"installed module 1: tdes 1.0.0 ({tdes_path.resolve()})" in text
+    assert "started module 1 (tdes); service id: 1" in text
     assert text.count("crypto.EncryptionService") >= 3  # two listings + stats
     assert "algorithm=tdes" in text
     assert "juggled: service 1 → hardware (region prr0)" in text
@@ -135,7 +135,7 @@ regions
 """
     )
     errors = error_lines(text)
-    assert len(errors) == 1 and "prr0 is held by service 1" in errors[0]
+    assert len(errors) == 1 and "prr0 is held by service id 1" in errors[0]
     assert rc == 0
     assert "juggled: service 1 → native, service 2 → hardware (region prr0)" in text
     listings = text.split("regions of xupv2p")

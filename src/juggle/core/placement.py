@@ -129,7 +129,7 @@ def plan_juggle(
         elif view.claimed:
             holders.append(f"{name} is held by {view.holder or 'a tenant'}")
         elif view.service_id is not None:
-            holders.append(f"{name} is held by service {view.service_id}")
+            holders.append(f"{name} is held by service id {view.service_id}")
         else:
             free.append(name)
     if free:

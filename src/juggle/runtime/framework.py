@@ -682,7 +682,12 @@ class Framework:
                 else None
             )
         if managed is None:
-            raise UnknownServiceError(f"no service with id {service_id!r}", subject=service_id)
+            hint = ""
+            if isinstance(service_id, ServiceProxy):
+                hint = f" (a proxy was passed: use its service_id, {service_id.service_id})"
+            raise UnknownServiceError(
+                f"no service with id {service_id!r:.80}{hint}", subject=service_id
+            )
         return managed
 
     def services(self) -> tuple[ServiceSnapshot, ...]:

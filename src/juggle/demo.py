@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from juggle.core.controllers import load_controller
+from juggle.energy import energy_of
 from juggle.runtime.framework import Framework
 from juggle.services.audio import decode_ima_adpcm, encode_ima_adpcm, sine_sweep
 from juggle.shipped import example_modules
@@ -240,9 +241,14 @@ def _result(
                 juggles.append(
                     _juggle_row(number, name_of[report.to_hardware], "to_hardware", report)
                 )
+    reports = [r for p in phases for r in p["juggles"]]
+    reconfig_s = sum(r.reconfiguration_ms + r.bridge_ms for r in reports) / 1e3
+    energy = energy_of(stats, "xupv2p", work.bytes, reconfiguration_s=reconfig_s)
     return {
         "board": "xupv2p (simulated)",
         "hardware": "rtl" if sc.fw.fabric.backend == "rtl" else "model",
+        "energy_j": energy["energy_j"],
+        "energy": energy,
         "tiers": tier_out,
         "services": services,
         "juggles": juggles,
@@ -264,6 +270,7 @@ def _result(
             "reconfiguration_ms": "modeled (config port of the simulated xupv2p)",
             "bridge_ms": "modeled (socket bridge)",
             "overhead_us": "measured (runtime's own work per juggle)",
+            "energy_j": "modeled (profile power inputs x board time per tier; see energy)",
         },
     }
 

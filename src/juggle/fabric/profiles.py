@@ -5,9 +5,10 @@ configuration port's throughput, the cost of switching a bridge and of one bus a
 partially reconfigurable regions (PRRs) with their resources, adjacency and MMIO windows.
 Built-in profiles live in ``juggle/fabric/profiles/*.toml``; users load their own by path.
 
-Tables ``[board]``, ``[config_port]``, ``[bridge]``, ``[bus]``, ``[[regions]]`` and
-``[[devices]]`` refuse unknown keys; ``[scenario]`` is a free table that a scenario validates
-itself.
+Tables ``[board]``, ``[config_port]``, ``[bridge]``, ``[bus]``, ``[power]``, ``[[regions]]``
+and ``[[devices]]`` refuse unknown keys; ``[scenario]`` is a free table that a scenario
+validates itself. ``[power]`` is optional: the board's power in each state, copied from a
+paper or a datasheet (every figure in it is an INPUT, labeled with its ``source``).
 
 Profiles arrive from outside like modules do, so :func:`load_profile` checks the file's size by
 ``stat`` before reading it, decodes strict UTF-8 and bounds nesting and number size
@@ -41,6 +42,7 @@ __all__ = [
     "BusSection",
     "ConfigPortSection",
     "DeviceProfile",
+    "PowerSection",
     "RegionProfile",
     "available_profiles",
     "load_profile",
@@ -105,6 +107,49 @@ class BusSection(_Table):
     write_cycles: int = Field(ge=0)
 
 
+class PowerSection(_Table):
+    """``[power]``: the whole board's power draw (W, at the supply) in each state.
+
+    ``idle_w``: nothing runs; ``cpu_busy_w``: the CPU computes (a software tier);
+    ``fabric_active_w``: a hardware service runs in a region, the CPU driving it over the bus
+    (``region_active_w`` overrides it per region); ``reconfiguration_w``: a bitstream is being
+    written through the configuration port (None: unknown). ``source`` says where the figures
+    come from; ``assumed`` lists the keys that are assumptions rather than copied figures.
+    """
+
+    source: str = Field(min_length=1)
+    idle_w: float = Field(gt=0)
+    cpu_busy_w: float = Field(gt=0)
+    fabric_active_w: float = Field(gt=0)
+    region_active_w: dict[str, float] = Field(default_factory=dict)
+    reconfiguration_w: float | None = Field(default=None, gt=0)
+    assumed: tuple[str, ...] = ()
+
+    def active_w(self, region: str | None = None) -> float:
+        """Board power while a hardware service runs in ``region`` (the board's figure when
+        the region has none of its own, or for ``None``)."""
+        if region is not None and region in self.region_active_w:
+            return self.region_active_w[region]
+        return self.fabric_active_w
+
+    def how(self, key: str) -> str:
+        """Where the figure ``key`` comes from: the source, or that it is an assumption."""
+        if key in self.assumed:
+            return f"input (assumption, not in the source): [power] {key} of the profile"
+        return f"input: [power] {key} of the profile, from {self.source}"
+
+    @model_validator(mode="after")
+    def _check(self) -> PowerSection:
+        keys = {"idle_w", "cpu_busy_w", "fabric_active_w", "region_active_w", "reconfiguration_w"}
+        for key in self.assumed:
+            if key not in keys:
+                raise ValueError(f"[power] assumed names {key!r}, which is no power figure")
+        for region, watts in self.region_active_w.items():
+            if not watts > 0:
+                raise ValueError(f"[power] region_active_w.{region} must be > 0, got {watts!r}")
+        return self
+
+
 class RegionProfile(_Table):
     """``[[regions]]``: one partially reconfigurable region (PRR).
 
@@ -164,6 +209,7 @@ class BoardProfile(_Table):
     bus: BusSection
     regions: tuple[RegionProfile, ...] = Field(min_length=1)
     devices: tuple[DeviceProfile, ...] = ()
+    power: PowerSection | None = None
     scenario: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -204,6 +250,9 @@ class BoardProfile(_Table):
             for name in device.regions:
                 if name not in known:
                     raise ValueError(f"device {device.name!r}: region {name!r} is no region")
+        for name in self.power.region_active_w if self.power else ():
+            if name not in known:
+                raise ValueError(f"[power] region_active_w: {name!r} is no region")
         _no_overlap(self.regions)
         return self
 

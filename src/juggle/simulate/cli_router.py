@@ -1,7 +1,9 @@
 """``juggle simulate edge-router`` and ``juggle simulate tdes``: the commands.
 
 Without ``--json`` they print rich tables (every figure MODELED); with ``--json`` one JSON
-document on stdout. Errors go to stderr with exit status 2.
+document on stdout. Errors go to stderr with exit status 2. ``simulate tdes --energy`` runs
+Fig 8's workload instead of Fig 7's sweep: energy per implementation beside the paper's, each
+figure labeled (modeled, calibrated or input).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from rich.table import Table
 
 from juggle.errors import JuggleError
 from juggle.simulate.edge_router import EXPERIMENTS, run_edge_router
-from juggle.simulate.tdes import run_tdes
+from juggle.simulate.tdes import run_tdes, run_tdes_energy
 
 __all__ = ["edge_router", "register", "render_edge_router", "render_tdes", "tdes"]
 
@@ -63,10 +65,19 @@ def tdes(
             "on the TDES core's Verilog (old and new curves side by side)."
         ),
     ] = "model",
+    energy: Annotated[
+        bool,
+        typer.Option(
+            "--energy",
+            help="Fig 8 instead: joules of 30 x 1,000 encryptions of 1 KiB in Java, C and "
+            "through the FPGA, from the profile's power inputs and the throughput model.",
+        ),
+    ] = False,
 ) -> None:
-    """Triple-DES throughput per tier vs buffer size on the simulated xupv2p (Fig 7)."""
+    """Triple-DES throughput per tier vs buffer size on the simulated xupv2p (Fig 7), or its
+    energy (Fig 8) with ``--energy``."""
     try:
-        doc = run_tdes(hardware=hardware)
+        doc = run_tdes_energy(hardware=hardware) if energy else run_tdes(hardware=hardware)
     except JuggleError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -109,7 +120,10 @@ def render_edge_router(doc: dict[str, Any], console: Console) -> None:
 
 
 def render_tdes(doc: dict[str, Any], console: Console) -> None:
-    """Print the TDES result as a table."""
+    """Print the TDES result (Fig 7's sweep, or Fig 8's energy) as a table."""
+    if doc.get("scenario") == "tdes-energy":
+        _render_energy(doc, console)
+        return
     table = Table(title=f"TDES throughput on {doc['board']}, MB/s (MODELED)")
     table.add_column("buffer", justify="right")
     for tier in doc["throughput_mb_s"]:
@@ -139,6 +153,39 @@ def render_tdes(doc: dict[str, Any], console: Console) -> None:
                 cells += [f"{doc['throughput_mb_s'][tier][i]:.3f}", f"{values[i]:.3f}"]
             rtl.add_row(_size(size), *cells)
         console.print(rtl)
+
+
+def _render_energy(doc: dict[str, Any], console: Console) -> None:
+    work = doc["workload"]
+    table = Table(
+        title=f"TDES energy on {doc['board']} (Fig 8): {work['runs']} runs x "
+        f"{work['calls_per_run']:,} encryptions of {_size(work['buffer_bytes'])}"
+    )
+    for col in ("tier", "power W", "runtime s", "energy J", "paper J", "deviation", "figure"):
+        table.add_column(col, justify="left" if col in ("tier", "figure") else "right")
+    paper_runtime = doc["paper_runtime_s"]
+    for tier, joules in doc["energy_j"].items():
+        runtime = f"{doc['runtime_s'][tier]:,.2f}"
+        if tier in paper_runtime:
+            runtime += f" (paper {paper_runtime[tier]:g})"
+        table.add_row(
+            tier,
+            f"{doc['power_w'][tier]:g}",
+            runtime,
+            f"{joules:,.1f}",
+            f"{doc['paper_energy_j'][tier]:,.1f}",
+            f"{doc['deviation_pct'][tier]:+.1f} %",
+            doc["labels"]["energy_j"][tier].upper(),
+        )
+    console.print(table)
+    for tier, how in doc["how"]["runtime_s"].items():
+        console.print(f"[dim]{tier}: {how}[/dim]")
+    saving, paper = doc["saving_pct"], doc["paper_saving_pct"]
+    console.print(
+        f"FPGA saves {saving['vs_java']:.1f} % against Java (paper > {paper['vs_java']:g} %) "
+        f"and {saving['vs_c']:.1f} % against C (paper {paper['vs_c']:g} %); idle "
+        f"{doc['power_w']['idle']:g} W (input)"
+    )
 
 
 def _size(n: int) -> str:

@@ -38,11 +38,18 @@ def test_zedboard_carries_the_ker_one_device_index() -> None:
     devices = {d.name: d for d in p.devices}
     assert devices["fft1024"].regions == ("prr3",)
     assert devices["qam16"].preempt_us == pytest.approx(47.0)
-    # Ker-ONE Table 5: T_RCFG per region, from the typical bitstream size
-    for name, us in (("prr1", 231), ("prr2", 810), ("prr3", 1206)):
+    # sizes by the profile's stated rule, round(share / 100 x full bitstream), not back-solved
+    # from Table 5; T_RCFG = size / PCAP (400 MB/s): 202 / 809 / 1,315 us (paper 231 / 810 /
+    # 1,206 us, shown beside by juggle.simulate.kerone.derive_t_rcfg)
+    rule = p.scenario["bitstream_rule"]
+    assert rule["full_bitstream_bytes"] == 4_045_564
+    for name, us in (("prr1", 202.28), ("prr2", 809.12), ("prr3", 1314.81)):
         size = p.region(name).bitstream_bytes
+        share = rule["region_share_pct"][name]
         assert size is not None
-        assert p.config_port.transfer_ps(size) / 1e6 == pytest.approx(us, rel=0.02)
+        assert size == round(share / 100 * rule["full_bitstream_bytes"])
+        assert size <= p.region(name).max_bitstream_bytes
+        assert p.config_port.transfer_ps(size) / 1e6 == us
 
 
 def test_load_by_path_and_scenario_table(tmp_path: Path) -> None:

@@ -83,6 +83,9 @@ def run_bench(quick: bool = False, only: list[str] | None = None) -> dict[str, A
         timings[name] = round(time.perf_counter() - t0, 3)
         if name == "oscall":
             from juggle.bench.oscall import LABELS
+            from juggle.hwthreads.ecos_model import modeled_ecos_ppc
+
+            result["modeled_ecos_ppc"] = modeled_ecos_ppc()
 
             result["oscall"] = figures
             result["oscall_labels"] = {k: LABELS.get(k, "") for k in figures}

@@ -13,17 +13,29 @@ What is measured and what is modeled:
   add on top (OSIF handshakes and DCR word transfers, :class:`~juggle.hwthreads.HwTiming`),
   which cannot be measured here. For a turnaround they count the releaser's request if it is
   hardware plus the waiter's result transfer if it is hardware.
+* ``ecos_ppc_*`` figures are the paper's platform, not this machine: the eCos/PowerPC 405
+  delegate-path model of :mod:`juggle.hwthreads.ecos_model`, per cell of Table 2 the model's
+  bus cycles (``calibrated`` where the cell was a fitting target, else ``modeled``), the
+  paper's (``input``) and the deviation. ``juggle simulate oscall`` prints the same table
+  (:func:`register`), nested as ``modeled_ecos_ppc``, with every step of every path.
 
-:data:`LABELS` maps every key :func:`run` returns to ``"measured"`` or ``"modeled"``.
+:data:`LABELS` maps every key :func:`run` returns to ``measured``, ``modeled``, ``calibrated``
+or ``input``.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
+import sys
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
 
 from juggle.errors import OsCallTimeoutError
 from juggle.hwthreads import (
@@ -41,6 +53,7 @@ from juggle.hwthreads import (
     ThreadRuntime,
     Tier,
 )
+from juggle.hwthreads.ecos_model import CELLS, cell_labels, modeled_ecos_ppc
 
 PAIRS = ("sw_sw", "sw_hw", "hw_sw", "hw_hw")
 """Turnaround pairings, releaser first: ``sw_hw`` = a software thread releases, hardware waits."""
@@ -65,11 +78,16 @@ def _labels() -> dict[str, str]:
             labels[f"{obj}_turnaround_{pair}_us"] = "measured"
             if "hw" in pair:
                 labels[f"{obj}_turnaround_{pair}_hw_cycles_modeled"] = "modeled"
+    for cell, label in cell_labels().items():
+        labels[f"ecos_ppc_{cell}_cycles"] = label
+        labels[f"ecos_ppc_{cell}_paper_cycles"] = "input"
+        labels[f"ecos_ppc_{cell}_deviation_pct"] = label
     return labels
 
 
 LABELS: dict[str, str] = _labels()
-"""Every key of :func:`run`'s result → ``"measured"`` (this machine) or ``"modeled"``."""
+"""Every key of :func:`run`'s result → ``measured`` (this machine), ``modeled``,
+``calibrated`` (an eCos/PPC cell that was a fitting target) or ``input`` (the paper's)."""
 
 
 @dataclass
@@ -257,7 +275,21 @@ def run(quick: bool = False) -> dict[str, float]:
             if "hw" in pair:
                 cycles = _turnaround_cycles(timing, pair, release, acquire)
                 results[f"{kind}_turnaround_{pair}_hw_cycles_modeled"] = float(cycles)
+    results.update(ecos_ppc_figures())
     return results
+
+
+def ecos_ppc_figures() -> dict[str, float]:
+    """The ``modeled_ecos_ppc`` table flattened to floats: per cell of Table 2 the model's bus
+    cycles, the paper's and the deviation in percent (keys ``ecos_ppc_<cell>_*``)."""
+    table = modeled_ecos_ppc()
+    figures: dict[str, float] = {}
+    for cell in CELLS:
+        entry = table["cells"][cell]
+        figures[f"ecos_ppc_{cell}_cycles"] = float(entry["model_cycles"])
+        figures[f"ecos_ppc_{cell}_paper_cycles"] = float(entry["paper_cycles"])
+        figures[f"ecos_ppc_{cell}_deviation_pct"] = float(entry["deviation_pct"])
+    return figures
 
 
 def _call_cycles(timing: HwTiming, call: MutexLock | MutexUnlock | SemPost) -> int:
@@ -278,3 +310,65 @@ def _turnaround_cycles(
     if waiter == "hw":
         cycles += timing.osif_response_cycles(acquire.response_words)
     return cycles
+
+
+# -- juggle simulate oscall ------------------------------------------------------------------
+
+
+def register(simulate_app: typer.Typer) -> None:
+    """Add the ``oscall`` command to ``simulate_app``."""
+    simulate_app.command("oscall")(simulate_oscall)
+
+
+def simulate_document() -> dict[str, Any]:
+    """What ``juggle simulate oscall --json`` prints: the ``modeled_ecos_ppc`` table (no
+    measurement; the same document every time)."""
+    return {
+        "scenario": "oscall",
+        "paper": "Lübbers & Platzner, ReconOS, Table 2: synchronization benchmark, eCos/PPC",
+        "modeled_ecos_ppc": modeled_ecos_ppc(),
+        "labels": {"scenario": "input", "paper": "input", "modeled_ecos_ppc": "calibrated"},
+        "how": {
+            "modeled_ecos_ppc": "the delegate path of the paper's platform, step by step "
+            "with stated costs (juggle.hwthreads.ecos_model); per-cell labels inside: 8 cells "
+            "were fitting targets (calibrated), 6 are predictions (modeled)",
+        },
+    }
+
+
+def simulate_oscall(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """ReconOS Table 2 on a model of its eCos/PowerPC 405 platform, beside the paper."""
+    doc = simulate_document()
+    if json_out:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        render_oscall(doc, Console())
+
+
+def render_oscall(doc: dict[str, Any], console: Console) -> None:
+    """Print ``doc`` (from :func:`simulate_document`): model beside paper, per cell."""
+    table_doc = doc["modeled_ecos_ppc"]
+    table = Table(title=f"ReconOS Table 2, eCos/PPC, {table_doc['unit']} (model vs paper)")
+    for column in ("call", "model", "paper", "deviation", "label"):
+        table.add_column(column, justify="left" if column in ("call", "label") else "right")
+    for cell, entry in table_doc["cells"].items():
+        table.add_row(
+            cell,
+            f"{entry['model_cycles']:.0f}",
+            str(entry["paper_cycles"]),
+            f"{entry['deviation_pct']:+.1f} %",
+            entry["labels"]["model_cycles"].upper(),
+        )
+    console.print(table)
+    costs = Table(title="stated costs (bus cycles)")
+    for column in ("cost", "value", "label", "source"):
+        costs.add_column(column, overflow="fold")
+    for name, cost in table_doc["costs"].items():
+        costs.add_row(name, f"{cost['cycles']:g}", cost["label"], cost["source"])
+    console.print(costs)
+    console.print(
+        f"largest deviation {table_doc['worst_deviation_pct']:.1f} % "
+        f"(tolerance {table_doc['tolerance_pct']:.0f} %)"
+    )

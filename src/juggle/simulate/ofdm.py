@@ -8,11 +8,14 @@ path of Fig 15 occurs. A device may only stop at a consistency point, between it
 (for the FFTs: between transforms, so the wait is at most Table 5's δ_pre); its context is
 saved and restored by its own routine; the preempted rest becomes a request of its own.
 
-What is modeled and what is measured is kept apart:
+Every key of the JSON document is labeled (``labels``, with ``how`` for the derived ones):
 
-* modeled (virtual time, reproducible from the seed): hardware frame times, δ_pre, T_RCFG from
-  the zedboard profile; Ker-ONE's path overheads (Table 4, Eq. 6); latencies, counts, WCET
-  (Eq. 5-8), deadline misses;
+* input (copied from the paper or the profile): hardware frame times (Table 6's T_HW), δ_pre
+  (Table 5), Table 4's atomic overheads, Table 6's software times, the run's configuration;
+* modeled (virtual time, reproducible from the seed): T_RCFG per region, derived from bitstream
+  sizes by the profile's stated rule (share of the device x full bitstream) through the PCAP,
+  with Table 5's value and the deviation beside (``t_rcfg_derivation``); the path overheads of
+  Eq. 6 (Table 4 summed along Fig 15); latencies, counts, WCET (Eq. 5-8), deadline misses;
 * measured (this machine's wall clock, keys ending in ``_measured``): how long our decision
   core took per call, and the NumPy software implementations per frame.
 """
@@ -33,7 +36,15 @@ from juggle.core.taskindex import TaskIndex
 from juggle.core.tenants import DeviceState, ProgrammingModel
 from juggle.errors import ConfigurationError
 from juggle.fabric.profiles import load_profile
-from juggle.simulate.kerone import PATH_US, T_SW_US, wcet
+from juggle.simulate.kerone import (
+    KERNEL_US,
+    PATH_US,
+    T_SW_US,
+    TABLE5_T_RCFG_US,
+    apply_bitstream_rule,
+    derive_t_rcfg,
+    wcet,
+)
 from juggle.simulate.ofdm_dsp import measure_software
 from juggle.simulate.ofdm_shell import Allocation, OfdmFabric
 
@@ -104,13 +115,75 @@ class OfdmResult:
         leaving exactly what the seed reproduces."""
         doc: dict[str, Any] = {"scenario": "ofdm", "config": asdict(self.config)}
         doc.update(self.modeled)
+        labels = {key: _LABELS[key] for key in doc}
+        derivation = self.modeled["t_rcfg_derivation"].values()
+        rcfg_labels = {d["labels"]["t_rcfg_us"] for d in derivation}
+        if rcfg_labels != {"modeled"}:  # no rule in the profile: its sizes are inputs
+            labels["t_rcfg_us"] = "input"
         if include_measured:
             doc["paths"] = {
                 name: {**entry, **self.measured["paths"][name]}
                 for name, entry in self.modeled["paths"].items()
             }
             doc["measured"] = {k: v for k, v in self.measured.items() if k != "paths"}
+            labels["measured"] = "measured"
+            for key in self.measured["paths"]["path1"]:
+                labels[f"paths.*.{key}"] = "measured"
+        doc["labels"] = labels
+        doc["how"] = {key: text for key, text in _HOW.items() if key in doc}
         return doc
+
+
+_LABELS: dict[str, str] = {
+    "scenario": "input",
+    "config": "input",
+    "profile": "input",
+    "virtual_s": "modeled",
+    "paths": "modeled",
+    "rt_paths": "modeled",
+    "unavailable": "modeled",
+    "requests": "modeled",
+    "preemptions": "modeled",
+    "reconfigurations": "modeled",
+    "hold_expiries": "modeled",
+    "t_rcfg_us": "modeled",
+    "t_rcfg_derivation": "modeled",
+    "delta_pre_us": "input",
+    "hardware_frame_us": "input",
+    "kernel_overhead_us": "input",
+    "path_overhead_us": "modeled",
+    "wcet_us": "modeled",
+    "wcet_detail": "modeled",
+    "rt_jobs": "modeled",
+    "rt_deadline_misses": "modeled",
+    "rt_response_max_us": "modeled",
+    "gp_jobs": "modeled",
+    "frames": "modeled",
+    "gp_software_fallbacks": "modeled",
+    "signals": "modeled",
+    "context_mismatches": "modeled",
+    "violations": "modeled",
+    "software_frame_us_paper": "input",
+}
+"""The label of every key :meth:`OfdmResult.to_json` can write (measured ones are added
+there)."""
+
+_HOW: dict[str, str] = {
+    "t_rcfg_us": "bitstream bytes / PCAP throughput; the bytes follow the profile's "
+    "[scenario.bitstream_rule]: round(share / 100 x full_bitstream_bytes) (details and "
+    "Table 5's values in t_rcfg_derivation)",
+    "t_rcfg_derivation": "per region: share (input, paper 6.3), full bitstream bytes (input, "
+    "UG470), the rule's size, port throughput (input), T_RCFG, Table 5's T_RCFG (input) and the "
+    "deviation; share_interval_us is T_RCFG at share +- the paper's rounding",
+    "delta_pre_us": "copied from Table 5 through the profile's preempt_us (not derived)",
+    "hardware_frame_us": "copied from Table 6's T_HW through the profile's frame_us (not derived)",
+    "kernel_overhead_us": "Table 4's atomic overheads, copied",
+    "path_overhead_us": "Table 4's steps summed along Fig 15's paths; the paper's Eq. 6 is the "
+    "same sum, so the two agree by construction",
+    "wcet_us": "Eq. 5-8 from δ_pre (input), the derived T_RCFG and the path overheads",
+    "paths": "virtual time from solution to READY (Eq. 6 as it happened)",
+    "software_frame_us_paper": "Table 6's T_SW, copied",
+}
 
 
 def run_ofdm(
@@ -148,7 +221,9 @@ def run_ofdm(
 class _Experiment:
     def __init__(self, cfg: OfdmConfig) -> None:
         self.cfg = cfg
-        profile = load_profile(cfg.profile)
+        profile = apply_bitstream_rule(load_profile(cfg.profile))
+        paper = TABLE5_T_RCFG_US if profile.name == "zedboard" else None
+        self.rcfg = derive_t_rcfg(profile, paper)
         self.index = TaskIndex.from_profile(profile)
         self.env = simpy.Environment()
         self.alloc = Allocator(self.index, hold_us=cfg.hold_us)
@@ -316,8 +391,10 @@ class _Experiment:
             "reconfigurations": stats.reconfigurations,
             "hold_expiries": stats.hold_expiries,
             "t_rcfg_us": {r.name: _rcfg_of(self.index, r.name) for r in self.index.regions},
+            "t_rcfg_derivation": {name: d.to_json() for name, d in self.rcfg.items()},
             "delta_pre_us": {d.name: d.preempt_us for d in self.index.devices},
             "hardware_frame_us": {d.name: d.frame_us for d in self.index.devices},
+            "kernel_overhead_us": dict(KERNEL_US),
             "path_overhead_us": {f"path{p}": PATH_US[p] for p in (1, 2, 3, 4)},
             "wcet_us": {d.name: wcet(self.index, d.name).wcet_us for d in self.index.devices},
             "wcet_detail": {d.name: _wcet_detail(self.index, d.name) for d in self.index.devices},

@@ -1,9 +1,10 @@
 """``juggle simulate ofdm``: the command that runs :func:`juggle.simulate.ofdm.run_ofdm`.
 
 Without ``--json`` it prints rich tables (per path: modeled latency next to the measured
-decision cost, WCET per device, the real-time tenant's deadlines); with ``--json`` one JSON
-document on stdout. ``--modeled-only`` leaves out every measured figure, so two runs with the
-same seed print identical documents.
+decision cost, WCET per device, T_RCFG derived from bitstream sizes beside Table 5, the
+real-time tenant's deadlines); with ``--json`` one JSON document on stdout whose ``labels`` say
+for every key whether it is input, modeled or measured. ``--modeled-only`` leaves out every
+measured figure, so two runs with the same seed print identical documents.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rich.table import Table
 from juggle.errors import JuggleError
 from juggle.simulate.ofdm import OfdmConfig, run_ofdm
 
-__all__ = ["register", "render"]
+__all__ = ["register", "render", "render_rcfg"]
 
 
 def register(simulate_app: typer.Typer) -> None:
@@ -78,7 +79,10 @@ def render(doc: dict[str, Any], console: Console) -> None:
             row.append(f"{e['decision_us_measured']:.2f}")
         paths.add_row(*row)
     console.print(paths)
-    wcet = Table(title="Worst-case allocation latency, Eq. 5-8 (modeled µs)")
+    wcet = Table(
+        title="Worst-case allocation latency, Eq. 5-8 (modeled µs; frame and δ_pre: INPUT, "
+        "copied from Tables 6 and 5)"
+    )
     for column in ("device", "frame", "δ_pre", "T_preempt WCET", "T_RCFG WCET", "L_alloc WCET"):
         wcet.add_column(column, justify="right")
     for device, value in doc["wcet_us"].items():
@@ -92,8 +96,7 @@ def render(doc: dict[str, Any], console: Console) -> None:
             f"{value:.2f}",
         )
     console.print(wcet)
-    rcfg = ", ".join(f"{r} {t:.0f} µs" for r, t in doc["t_rcfg_us"].items())
-    console.print(f"T_RCFG per region (modeled): {rcfg}")
+    render_rcfg(doc, console)
     console.print(
         f"real-time jobs {doc['rt_jobs']}, deadline misses {doc['rt_deadline_misses']}, "
         f"worst response {doc['rt_response_max_us']:.0f} µs; general-purpose jobs "
@@ -105,3 +108,32 @@ def render(doc: dict[str, Any], console: Console) -> None:
         line = ", ".join(f"{d} {t:.0f} µs" for d, t in sw.items())
         console.print(f"software per frame (NumPy, measured on this machine): {line}")
         console.print(f"simulation wall time (measured): {doc['measured']['wall_s_measured']} s")
+
+
+def render_rcfg(doc: dict[str, Any], console: Console) -> None:
+    """Print how T_RCFG was derived per region, beside Table 5 with the deviation."""
+    label = doc["labels"]["t_rcfg_us"].upper()
+    rcfg = Table(
+        title=f"T_RCFG per region ({label}): share x full bitstream -> bytes -> PCAP; "
+        "Table 5 beside"
+    )
+    for column in ("region", "share", "bytes", "T_RCFG µs", "Table 5 µs", "deviation", "share ±"):
+        rcfg.add_column(column, justify="right")
+    for region, entry in doc["t_rcfg_derivation"].items():
+        share = entry["share_pct"]
+        paper = entry["paper_us"]
+        interval = entry["share_interval_us"]
+        rcfg.add_row(
+            region,
+            "-" if share is None else f"{share:g} %",
+            f"{entry['bitstream_bytes']:,}",
+            f"{entry['t_rcfg_us']:.0f}",
+            "-" if paper is None else f"{paper:.0f}",
+            "-" if entry["deviation_pct"] is None else f"{entry['deviation_pct']:+.1f} %",
+            "-" if interval is None else f"{interval[0]:.0f}-{interval[1]:.0f}",
+        )
+    console.print(rcfg)
+    console.print(
+        f"T_RCFG per region ({label}): "
+        + ", ".join(f"{r} {t:.0f} µs" for r, t in doc["t_rcfg_us"].items())
+    )

@@ -207,3 +207,74 @@ def test_the_examples_ship_inside_the_package_and_the_demo_runs_from_anywhere(
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["failed_calls"] == 0
+
+
+def _leaves(command: object, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
+    subcommands = getattr(command, "commands", None)
+    if subcommands:
+        out = []
+        for name, sub in subcommands.items():
+            out += _leaves(sub, (*path, name))
+        return out
+    return [(path, command)]
+
+
+def test_every_command_of_the_tree_takes_json() -> None:
+    import typer.main
+
+    from juggle.cli import _register_scenarios
+
+    _register_scenarios()
+    tree = typer.main.get_command(app)
+    leaves = _leaves(tree)
+    assert len(leaves) >= 15
+    missing = [
+        " ".join(path)
+        for path, command in leaves
+        if not any("--json" in getattr(p, "opts", []) for p in getattr(command, "params", []))
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["module", "validate", "/nowhere/at/all"],
+        ["module", "build", "/nowhere/at/all"],
+        ["module", "lock", "/nowhere/at/all"],
+        ["profile", "/nowhere/at/all"],
+        ["bench", "--only", "nope"],
+        ["simulate", "tdes", "--hardware", "fpga"],
+    ],
+)
+def test_errors_under_json_are_one_json_document_and_exit_2(argv: list[str]) -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv, "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["error"] and doc["type"].endswith("Error")
+
+
+def test_shell_json_answers_each_command_with_one_json_line() -> None:
+    import io
+
+    from juggle.shell import run_shell
+
+    out = io.StringIO()
+    script = f"install {ROOT / 'examples/modules/tdes'}\nstart 1\nservices\nstart 9\nquit\n"
+    assert run_shell(stdin=io.StringIO(script), stdout=out, json_lines=True) == 0
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [d["command"] for d in lines] == [
+        "install " + str(ROOT / "examples/modules/tdes"),
+        "start 1",
+        "services",
+        "start 9",
+        "quit",
+    ]
+    assert lines[2]["ok"] and any("EncryptionService" in o for o in lines[2]["output"])
+    assert not lines[3]["ok"] and lines[3]["type"] == "UnknownModuleError"

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from juggle.clierror import fail
 from juggle.errors import JuggleError
 from juggle.profile import register as register_profile
 
@@ -108,8 +109,9 @@ def module_validate(
     except JuggleError as exc:
         if json_out:
             emit_json(
-                {"valid": False, "path": str(path), "error": str(exc), "kind": type(exc).__name__}
+                {"valid": False, "path": str(path), "error": str(exc), "type": type(exc).__name__}
             )
+            exc.reported_as_json = True  # type: ignore[attr-defined]
         raise
     if json_out:
         emit_json(report)
@@ -198,21 +200,25 @@ def module_sign(
 
 
 @module_app.command("schema")
-def module_schema() -> None:
-    """Print the JSON schema of juggle.toml."""
+def module_schema(json_out: JsonOpt = False) -> None:
+    """Print the JSON schema of juggle.toml (it is one JSON document, with or without --json)."""
     from juggle.runtime.descriptors import descriptor_schema_json
 
+    del json_out  # the schema is JSON either way
     sys.stdout.write(descriptor_schema_json())
 
 
 @app.command()
 def shell(
     fabric: Annotated[str, typer.Option(help="Board profile.")] = "xupv2p",
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Answer each command with one JSON line.")
+    ] = False,
 ) -> None:
     """Interactive: install/start/stop/services/regions/juggle/stats."""
     from juggle.shell import run_shell
 
-    raise typer.Exit(run_shell(fabric=fabric))
+    raise typer.Exit(run_shell(fabric=fabric, json_lines=json_out))
 
 
 @app.command()
@@ -222,11 +228,19 @@ def dashboard(
     module: Annotated[
         list[Path] | None, typer.Option(help="Module to install and start (repeatable).")
     ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the URL as one JSON document, then serve.")
+    ] = False,
 ) -> None:
     """Live web view of services, regions and statistics (with Prometheus metrics)."""
     from juggle.dashboard.app import serve
 
-    serve(host=host, port=port, modules=module or [])
+    def ready(url: str) -> None:
+        if json_out:
+            emit_json({"url": url, "metrics": f"{url}metrics", "api": f"{url}api/services"})
+            sys.stdout.flush()
+
+    serve(host=host, port=port, modules=module or [], on_ready=ready)
 
 
 def _register_scenarios() -> None:
@@ -241,8 +255,7 @@ def main() -> None:
     try:
         app()
     except JuggleError as exc:
-        message = " ".join(str(exc).split())  # one line, whatever the terminal's width
-        Console(stderr=True, soft_wrap=True).print(
-            f"[red]error:[/red] {message}", markup=True, highlight=False
-        )
-        raise SystemExit(2) from exc
+        try:
+            fail(exc, "--json" in sys.argv[1:])
+        except typer.Exit as done:
+            raise SystemExit(done.exit_code) from exc

@@ -44,6 +44,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from juggle.clierror import fail
 from juggle.errors import ConfigurationError, JuggleError, ServiceUnavailableError
 from juggle.fabric.fabric import Fabric
 from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, GuardedWindow
@@ -876,8 +877,7 @@ def profile(
             round_ms=round_ms,
         )
     except JuggleError as exc:
-        typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
-        raise typer.Exit(2) from exc
+        fail(exc, json_out)
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

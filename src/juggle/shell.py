@@ -11,6 +11,8 @@ board clock); call durations and the runtime's own overhead are labeled *measure
 from __future__ import annotations
 
 import cmd
+import io
+import json
 import logging
 import shlex
 import sys
@@ -105,10 +107,16 @@ class JuggleShell(cmd.Cmd):
         *,
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
+        json_lines: bool = False,
     ) -> None:
         stdin = stdin if stdin is not None else sys.stdin
         stdout = stdout if stdout is not None else sys.stdout
         super().__init__(stdin=stdin, stdout=stdout)
+        #: answer each command with one JSON line (``{"command", "ok", "output"}`` or
+        #: ``{"command", "ok": false, "error", "type"}``) instead of text
+        self.json_lines = json_lines
+        self._out = stdout
+        self._error: tuple[str, str] | None = None
         self.framework = framework
         self.interactive = _isatty(stdin)
         self.use_rawinput = self.interactive and stdin is sys.stdin
@@ -146,14 +154,33 @@ class JuggleShell(cmd.Cmd):
 
     def onecmd(self, line: str) -> bool:
         """Run one line; a :class:`JuggleError` or a usage error is printed, not raised."""
+        if not self.json_lines or not line.strip():
+            return self._run_line(line)
+        console, buffer = self.console, io.StringIO()
+        self.console = Console(file=buffer, width=120, color_system=None, highlight=False)
+        self._error = None
+        try:
+            stop = self._run_line(line)
+        finally:
+            self.console = console
+        doc: dict[str, object] = {"command": line.strip(), "ok": self._error is None}
+        if self._error is not None:
+            doc["error"], doc["type"] = self._error
+        else:
+            doc["output"] = buffer.getvalue().splitlines()
+        self._out.write(json.dumps(doc) + "\n")
+        self._out.flush()
+        return stop
+
+    def _run_line(self, line: str) -> bool:
         try:
             return bool(super().onecmd(line))
         except (_UsageError, JuggleError) as exc:
-            self._fail(str(exc))
+            self._fail(str(exc), type(exc).__name__.lstrip("_"))
             return False
         except Exception as exc:  # a bug of ours: say so in one line and keep the session
             log.exception("shell command %r failed", line)
-            self._fail(f"internal error ({type(exc).__name__}): {exc}")
+            self._fail(f"internal error ({type(exc).__name__}): {exc}", "InternalError")
             return False
 
     def precmd(self, line: str) -> str:
@@ -169,8 +196,11 @@ class JuggleShell(cmd.Cmd):
         name = line.split(maxsplit=1)[0] if line.split() else line
         raise _UsageError(f"unknown command {name!r}; type 'help' for the commands")
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str, kind: str = "UsageError") -> None:
         self.failures += 1
+        if self.json_lines:
+            self._error = (message, kind)
+            return
         self.console.print(f"error: {message}", markup=False, soft_wrap=True)
 
     def _say(self, message: str) -> None:
@@ -471,7 +501,11 @@ def _stat_row(table: Table, scope: str, s: CallStats) -> None:
 
 
 def run_shell(
-    fabric: str = "xupv2p", *, stdin: TextIO | None = None, stdout: TextIO | None = None
+    fabric: str = "xupv2p",
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    json_lines: bool = False,
 ) -> int:
     """Run the shell over a fresh :class:`Framework` on board profile ``fabric``.
 
@@ -483,7 +517,7 @@ def run_shell(
     """
     framework = Framework(fabric=fabric)
     try:
-        shell = JuggleShell(framework, stdin=stdin, stdout=stdout)
+        shell = JuggleShell(framework, stdin=stdin, stdout=stdout, json_lines=json_lines)
         shell.run()
         return 0
     finally:

@@ -160,7 +160,7 @@ def test_a_tier_that_cannot_be_entered_is_reported_not_compared() -> None:
     problem = service["disagreements"][0]
     assert problem["tier"] == "hardware" and "could not serve" in problem["why"]
     assert "injected fault" in service["tiers"]["hardware"]["error"]
-    assert service["tiers"]["native"]["gain"] > 1
+    assert service["tiers"]["native"]["gain"] >= 1.0  # against the slowest tier that served
 
 
 def test_the_table_shows_each_tier_its_parts_and_the_verdict() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -237,12 +237,22 @@ def make_server(
 ) -> uvicorn.Server:
     """A uvicorn server of the dashboard of ``framework`` on ``host:port`` (not started)."""
     config = uvicorn.Config(
-        create_app(framework), host=host, port=port, log_level=log_level, lifespan="off"
+        create_app(framework),
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="off",
+        access_log=False,  # a page polls every second: no line per poll
     )
     return uvicorn.Server(config)
 
 
-def serve(host: str, port: int, modules: list[Path]) -> None:
+def serve(
+    host: str,
+    port: int,
+    modules: list[Path],
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
     """Serve a dashboard on ``host:port`` over a Framework on the simulated ``xupv2p``.
 
     Installs and starts each of ``modules`` first; blocks until the server is stopped
@@ -254,6 +264,9 @@ def serve(host: str, port: int, modules: list[Path]) -> None:
     try:
         for path in modules:
             framework.install(path).start()
-        make_server(framework, host, port).run()
+        server = make_server(framework, host, port)
+        if on_ready is not None:
+            on_ready(f"http://{host}:{port}/")
+        server.run()
     finally:
         framework.close()

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from juggle.clierror import fail
 from juggle.errors import JuggleError
 from juggle.simulate.edge_router import EXPERIMENTS, run_edge_router
 from juggle.simulate.tdes import run_tdes, run_tdes_energy
@@ -48,8 +49,7 @@ def edge_router(
     try:
         doc = run_edge_router(experiment, seed=seed, policies=policy or None, plot=plot)
     except JuggleError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        fail(exc, json_out)
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
@@ -79,8 +79,7 @@ def tdes(
     try:
         doc = run_tdes_energy(hardware=hardware) if energy else run_tdes(hardware=hardware)
     except JuggleError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        fail(exc, json_out)
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

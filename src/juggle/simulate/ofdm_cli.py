@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from juggle.clierror import fail
 from juggle.errors import JuggleError
 from juggle.simulate.ofdm import OfdmConfig, run_ofdm
 
@@ -53,8 +54,7 @@ def ofdm(
             software_repeats=0 if modeled_only else 9,
         )
     except JuggleError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        fail(exc, json_out)
     doc = result.to_json(include_measured=not modeled_only)
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")

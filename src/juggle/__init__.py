@@ -44,6 +44,8 @@ from juggle.runtime.tenants import SignalChannel, TenantSignal, TenantSnapshot
 
 __version__ = "0.1.0"
 
+from juggle.daemon import connect
+
 __all__ = [
     "AllocatorError",
     "BitstreamError",
@@ -74,5 +76,6 @@ __all__ = [
     "UnknownServiceError",
     "WaitSignal",
     "__version__",
+    "connect",
     "state_setting",
 ]

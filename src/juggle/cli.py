@@ -243,6 +243,81 @@ def dashboard(
     serve(host=host, port=port, modules=module or [], on_ready=ready)
 
 
+ConnectOpt = Annotated[
+    Path | None,
+    typer.Option("--connect", help="Operate the juggle daemon listening on this socket."),
+]
+
+
+@app.callback()
+def _root(ctx: typer.Context, connect: ConnectOpt = None) -> None:
+    """Co-manage software, native and FPGA implementations of services."""
+    ctx.obj = {"connect": connect}
+
+
+def _remote(ctx: typer.Context, command: str, **arguments: Any) -> None:
+    """Run ``command`` on the daemon given with --connect and print its JSON result."""
+    from juggle.daemon.commands import run_remote
+
+    path = (ctx.obj or {}).get("connect")
+    if path is None:
+        raise typer.BadParameter(f"{command!r} operates a running daemon: give --connect PATH")
+    emit_json(run_remote(path, command, **arguments))
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def daemon(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Run the juggle daemon (--socket PATH --state DIR [--fabric] [--policy FILE]; --help)."""
+    from juggle.daemon.__main__ import main as daemon_main
+
+    del json_out  # the daemon logs; it prints no document
+    raise typer.Exit(daemon_main(ctx.args))
+
+
+@app.command()
+def services(ctx: typer.Context, json_out: JsonOpt = True) -> None:
+    """Services of the daemon (with --connect)."""
+    _remote(ctx, "services")
+
+
+@app.command()
+def regions(ctx: typer.Context, json_out: JsonOpt = True) -> None:
+    """Regions of the daemon's fabric (with --connect)."""
+    _remote(ctx, "regions")
+
+
+@app.command()
+def tenants(ctx: typer.Context, json_out: JsonOpt = True) -> None:
+    """Tenants of the daemon (with --connect; a tenant sees itself)."""
+    _remote(ctx, "tenants")
+
+
+@app.command()
+def stats(ctx: typer.Context, service_id: int, json_out: JsonOpt = True) -> None:
+    """Call statistics of SERVICE_ID (with --connect)."""
+    _remote(ctx, "stats", service_id=service_id)
+
+
+@app.command("juggle")
+def juggle_command(
+    ctx: typer.Context,
+    to_hardware: Annotated[int | None, typer.Option("--to-hardware")] = None,
+    to_software: Annotated[list[int] | None, typer.Option("--to-software")] = None,
+    json_out: JsonOpt = True,
+) -> None:
+    """Juggle services in the daemon (with --connect; admin)."""
+    _remote(ctx, "juggle", to_hardware=to_hardware, to_software=to_software or [])
+
+
+@app.command()
+def tier(ctx: typer.Context, service_id: int, tier: str, json_out: JsonOpt = True) -> None:
+    """Serve SERVICE_ID from TIER in the daemon (with --connect; admin)."""
+    _remote(ctx, "tier", service_id=service_id, tier=tier)
+
+
 def _register_scenarios() -> None:
     from juggle.simulate.registry import register_all
 

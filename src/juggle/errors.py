@@ -36,6 +36,14 @@ one of these means nothing was half-done.
     │   ├── ProfileError
     │   └── VersionFormatError (ValueError)
     ├── ControllerError
+    ├── DaemonError
+    │   ├── AccessDeniedError (PermissionError)
+    │   ├── DaemonUnavailableError (ConnectionError)
+    │   │   └── DaemonShuttingDownError
+    │   ├── PolicyError (ConfigurationError)
+    │   ├── ProtocolError
+    │   ├── QuotaExceededError
+    │   └── RemoteError
     ├── FabricError
     │   ├── BackendError
     │   ├── BitstreamError
@@ -517,3 +525,46 @@ class DeviceWaitTimeoutError(TenancyError, TimeoutError):
 
 class TenancyClosedError(TenancyError):
     """The framework (and its tenant arbiter) was closed while a call waited or was made."""
+
+
+# -- daemon (the juggle daemon, its protocol and its clients) --------------------------------
+
+
+class DaemonError(JuggleError):
+    """Errors of the juggle daemon, its protocol and its clients."""
+
+
+class AccessDeniedError(DaemonError, PermissionError):
+    """The daemon refused: uid not mapped by the tenant policy, operation needs the admin
+    group, or service outside the tenant's allowed services. ``subject``: the uid or op."""
+
+
+class DaemonUnavailableError(DaemonError, ConnectionError):
+    """No daemon listens on the socket, or the connection dropped; ``subject``: the path.
+    A call in flight when the connection dropped may or may not have run."""
+
+
+class DaemonShuttingDownError(DaemonUnavailableError):
+    """The daemon is shutting down: running calls finish, new ones are refused."""
+
+
+class PolicyError(DaemonError, ConfigurationError):
+    """The tenant policy file does not parse or validate; ``subject``: the path."""
+
+
+class ProtocolError(DaemonError):
+    """A frame is malformed, too large, of another protocol version, or names an unknown
+    operation; the daemon closes the connection that sent a malformed frame."""
+
+
+class QuotaExceededError(DaemonError):
+    """A tenant exceeded its calls-per-second or services-held quota; ``subject``: tenant."""
+
+
+class RemoteError(DaemonError):
+    """The daemon raised an exception that is not a juggle error (or of a class the client
+    does not know); ``remote_type`` names its class."""
+
+    def __init__(self, message: str, subject: Any = None, *, remote_type: str = "") -> None:
+        super().__init__(message, subject)
+        self.remote_type = remote_type

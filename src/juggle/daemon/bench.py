@@ -1,0 +1,170 @@
+"""Benchmarks of the daemon (for ``juggle bench``): what a call through it costs.
+
+Every figure is measured (wall clock of this machine), with a real daemon process started on a
+temporary socket and this process as its client:
+
+- ``daemon_call_us_p50``: median round trip of a no-op-ish call through the daemon
+  (``math.AddService.add(1, 2)`` on its software tier): the client's encoding, the socket both
+  ways, the daemon's event loop, its thread pool and the in-process proxy call. Target <= 50.
+- ``daemon_ping_us_p50``: median round trip of a protocol ``ping`` (answered by the daemon's
+  event loop, no thread pool, no proxy): the floor under every call.
+- ``daemon_transparency_64k``: throughput of native TDES on 64 KiB buffers through the daemon
+  (shared memory) divided by the same calls in process. Target >= 0.9.
+- ``daemon_transparency_64k_socket``: the same with the buffers carried in the frames instead
+  of shared memory (the fallback path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["daemon_bench"]
+
+_MODULE = """
+[module]
+name = "{name}"
+version = "1.0.0"
+
+[[services]]
+interfaces = ["{interface}"]
+per_consumer = true
+
+[services.native]
+class = "bench_code.{cls}"
+"""
+
+_CODE = """
+from juggle.services.arith import SoftwareAdd
+from juggle.services.crypto import NativeTDES
+"""
+
+_KEY = bytes.fromhex("0123456789ABCDEF23456789ABCDEF01456789ABCDEF0123")
+
+
+def _module(root: Path, name: str, interface: str, cls: str) -> Path:
+    folder = root / name
+    folder.mkdir()
+    (folder / "juggle.toml").write_text(_MODULE.format(name=name, interface=interface, cls=cls))
+    (folder / "bench_code.py").write_text(_CODE)
+    return folder
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the daemon exited with {proc.returncode}")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+            return
+        except OSError:
+            time.sleep(0.02)
+        finally:
+            probe.close()
+    raise RuntimeError(f"the daemon did not listen on {path} within {timeout} s")
+
+
+def _median_us(fn: object, n: int) -> float:
+    call = fn  # a zero-argument callable
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        call()  # type: ignore[operator]
+        samples.append(time.perf_counter_ns() - t0)
+    return statistics.median(samples) / 1000.0
+
+
+def _seconds(encrypt: object, buf: bytearray, n: int) -> float:
+    """Seconds of ``n`` calls ``encrypt(buf, len(buf))``."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        encrypt(buf, len(buf))  # type: ignore[operator]
+    return time.perf_counter() - t0
+
+
+def _ratios(local: object, remotes: list[object], buf: bytearray, n: int) -> list[float]:
+    """Throughput of each of ``remotes`` over ``local``'s: best of five runs each, the runs
+    interleaved so that a change of the machine's load hits all of them alike."""
+    best = [float("inf")] * (1 + len(remotes))
+    for _ in range(5):
+        for i, encrypt in enumerate([local, *remotes]):
+            best[i] = min(best[i], _seconds(encrypt, buf, n))
+    return [best[0] / b for b in best[1:]]
+
+
+def daemon_bench(quick: bool = False) -> dict[str, float]:
+    """Start a daemon on a temporary socket, measure, stop it; the figures (see module doc).
+    ``quick`` makes fewer calls (a smoke run)."""
+    import juggle
+    from juggle.daemon.client import connect
+
+    calls, blocks = (300, 10) if quick else (5000, 60)
+    root = Path(tempfile.mkdtemp(prefix="jdbench"))
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        add = _module(root, "benchadd", "math.AddService", "SoftwareAdd")
+        tdes = _module(root, "benchtdes", "crypto.EncryptionService", "NativeTDES")
+        sock = root / "d.sock"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "juggle.daemon", "--socket", str(sock), "--state",
+             str(root / "state"), "--log-level", "WARNING"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _wait_for(sock, proc)
+        buf = bytearray(os.urandom(64 << 10))
+        with (
+            connect(sock) as client,
+            connect(sock, shm_threshold=1 << 30) as inline,  # buffers inside the frames
+            juggle.Framework("xupv2p") as fw,
+        ):
+            client.install(add)
+            client.install(tdes)
+            adder = client.get_service("math.AddService")
+            for _ in range(calls // 10):
+                adder.add(1, 2)  # warm up (connections, pool threads, caches)
+            call_us = _median_us(lambda: adder.add(1, 2), calls)
+            ping_us = _median_us(client.ping, calls)
+            fw.install(tdes).start()
+            proxies = [
+                fw.get_service("EncryptionService", consumer="bench"),
+                client.get_service("EncryptionService"),
+                inline.get_service("EncryptionService"),
+            ]
+            for proxy in proxies:
+                proxy.load_key(_KEY)
+            shm_ratio, socket_ratio = _ratios(
+                proxies[0].encrypt, [p.encrypt for p in proxies[1:]], buf, blocks
+            )
+        return {
+            "daemon_call_us_p50": call_us,
+            "daemon_ping_us_p50": ping_us,
+            "daemon_transparency_64k": shm_ratio,
+            "daemon_transparency_64k_socket": socket_ratio,
+        }
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        with contextlib.suppress(OSError):
+            shutil.rmtree(root)
+
+
+if __name__ == "__main__":  # python -m juggle.daemon.bench [--quick]
+    for key, value in daemon_bench("--quick" in sys.argv).items():
+        print(f"{key:34} {value:10.3f}")

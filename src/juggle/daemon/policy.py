@@ -1,0 +1,324 @@
+"""The tenant policy: who may connect to the daemon, as which tenant, with what rights.
+
+Identity comes from the kernel (``SO_PEERCRED``: the peer's pid, uid and gid, and
+``SO_PEERGROUPS``: its supplementary groups), never from what a client says. The policy file
+is TOML, validated with pydantic::
+
+    version = 1
+    admin_group = "juggle-admin"     # name or gid: its members may run admin operations
+    admin_uids = [0]                 # uids (or user names) that are admins too
+    socket_group = "juggle"          # the socket is chown'ed to it, mode 0660
+    socket_mode = "0660"             # "0600", "0660" or "0666" (identity is checked anyway)
+
+    [[tenants]]
+    name = "alice"                   # the tenant (consumer) name; [A-Za-z0-9_.-], 1..64
+    uids = [1000, "bob"]             # uids or user names mapped to it
+    groups = ["video"]               # or groups (names or gids); uids are matched first
+    priority = 1                     # 0..2, or realtime = true
+    model = "aware"                  # "native" (calls block) or "aware" (WaitSignal)
+    services = "(algorithm=tdes)"    # LDAP filter on service properties (default: all)
+    calls_per_s = 500                # quota: calls per second (default: unlimited)
+    max_services = 8                 # quota: proxies held at once (default: unlimited)
+    admin = false                    # this tenant may run admin operations
+
+A peer matched by no tenant is refused, unless it is an admin (then it connects as
+``admin:<user>``, a consumer that is no tenant). Without a policy file only the daemon's own
+uid may connect, as admin, under its user name.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import re
+import socket
+import struct
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from juggle.daemon.errors import PolicyError
+from juggle.errors import FilterSyntaxError
+from juggle.runtime.ldapfilter import parse_filter
+
+__all__ = [
+    "MAX_POLICY_BYTES",
+    "AccessPolicy",
+    "Identity",
+    "PeerCredentials",
+    "PolicyFile",
+    "TenantRule",
+    "peer_credentials",
+]
+
+#: A policy file larger than this is refused before it is parsed.
+MAX_POLICY_BYTES = 1 << 20
+#: ``SO_PEERGROUPS`` (Linux >= 4.13); Python's socket module may not name it.
+SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_SOCKET_MODES = {"0600": 0o600, "0660": 0o660, "0666": 0o666}
+
+
+# -- the file --------------------------------------------------------------------------------
+
+
+def _uid_of(value: int | str) -> int:
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"uid {value} is negative")
+        return value
+    try:
+        return pwd.getpwnam(value).pw_uid
+    except KeyError:
+        raise ValueError(f"no user {value!r}") from None
+
+
+def _gid_of(value: int | str) -> int:
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"gid {value} is negative")
+        return value
+    try:
+        return grp.getgrnam(value).gr_gid
+    except KeyError:
+        raise ValueError(f"no group {value!r}") from None
+
+
+class TenantRule(BaseModel):
+    """One ``[[tenants]]`` entry: which peers it maps, and the tenant they become."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    uids: tuple[int | str, ...] = ()
+    groups: tuple[int | str, ...] = ()
+    priority: int | None = Field(default=None, ge=0, le=2)
+    realtime: bool = False
+    model: Literal["native", "aware"] = "native"
+    services: str | None = None
+    calls_per_s: float | None = Field(default=None, gt=0)
+    max_services: int | None = Field(default=None, ge=1)
+    admin: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"tenant name {value!r} must match [A-Za-z0-9_.-]{{1,64}}")
+        return value
+
+    @field_validator("uids")
+    @classmethod
+    def _uids(cls, value: tuple[int | str, ...]) -> tuple[int, ...]:
+        return tuple(_uid_of(v) for v in value)
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, value: tuple[int | str, ...]) -> tuple[int, ...]:
+        return tuple(_gid_of(v) for v in value)
+
+    @field_validator("services")
+    @classmethod
+    def _services(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return str(parse_filter(value))
+        except FilterSyntaxError as exc:
+            raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _check(self) -> TenantRule:
+        if not self.uids and not self.groups:
+            raise ValueError(f"tenant {self.name!r} maps no uids and no groups")
+        if self.realtime and self.priority is not None:
+            raise ValueError(f"tenant {self.name!r}: realtime takes no priority")
+        return self
+
+
+class PolicyFile(BaseModel):
+    """The whole policy file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1] = 1
+    admin_group: int | str | None = None
+    admin_uids: tuple[int | str, ...] = ()
+    socket_group: int | str | None = None
+    socket_mode: Literal["0600", "0660", "0666"] | None = None
+    tenants: tuple[TenantRule, ...] = ()
+
+    @field_validator("admin_group", "socket_group")
+    @classmethod
+    def _group(cls, value: int | str | None) -> int | None:
+        return None if value is None else _gid_of(value)
+
+    @field_validator("admin_uids")
+    @classmethod
+    def _admins(cls, value: tuple[int | str, ...]) -> tuple[int, ...]:
+        return tuple(_uid_of(v) for v in value)
+
+    @model_validator(mode="after")
+    def _unique(self) -> PolicyFile:
+        names = [t.name for t in self.tenants]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"tenant name(s) given twice: {', '.join(duplicates)}")
+        return self
+
+
+# -- identities ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PeerCredentials:
+    """What the kernel says about the peer of a Unix socket."""
+
+    pid: int
+    uid: int
+    gid: int
+    groups: tuple[int, ...] = ()
+
+    @property
+    def all_groups(self) -> frozenset[int]:
+        """Primary and supplementary groups."""
+        return frozenset((self.gid, *self.groups))
+
+
+def peer_credentials(sock: Any) -> PeerCredentials:
+    """Pid, uid, gid (``SO_PEERCRED``) and supplementary groups (``SO_PEERGROUPS``, empty
+    where the kernel lacks it) of the peer of Unix socket ``sock``. Raises :class:`OSError`."""
+    getsockopt = sock.getsockopt
+    raw = getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, gid = struct.unpack("3i", raw)
+    groups: tuple[int, ...] = ()
+    try:
+        raw_groups = getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, 4 * 1024)
+        groups = struct.unpack(f"{len(raw_groups) // 4}I", raw_groups[: len(raw_groups) // 4 * 4])
+    except OSError:
+        pass
+    return PeerCredentials(pid, uid, gid, tuple(groups))
+
+
+def user_name(uid: int) -> str:
+    """The login name of ``uid`` (``uid<N>`` when it has none)."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid{uid}"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a connection is: its consumer name, whether that is a framework tenant, admin
+    rights, and the tenant's allowed services and quotas."""
+
+    name: str
+    tenant: bool
+    admin: bool
+    uid: int
+    gid: int
+    pid: int
+    services: str | None = None
+    calls_per_s: float | None = None
+    max_services: int | None = None
+
+
+class AccessPolicy:
+    """A validated policy (or the default one: the daemon's own uid only, as admin)."""
+
+    def __init__(self, policy: PolicyFile | None, daemon_uid: int, source: Path | None = None):
+        self.file = policy
+        self.daemon_uid = daemon_uid
+        self.source = source
+
+    @classmethod
+    def load(cls, path: str | Path, daemon_uid: int | None = None) -> AccessPolicy:
+        """The policy in TOML file ``path``. Raises :class:`PolicyError`."""
+        path = Path(path)
+        try:
+            if path.stat().st_size > MAX_POLICY_BYTES:
+                raise PolicyError(f"policy {str(path)!r} is over {MAX_POLICY_BYTES} bytes", path)
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PolicyError(f"cannot read policy {str(path)!r}: {exc}", str(path)) from None
+        return cls.parse(text, daemon_uid, source=path)
+
+    @classmethod
+    def parse(
+        cls, text: str, daemon_uid: int | None = None, *, source: Path | None = None
+    ) -> AccessPolicy:
+        """The policy in TOML ``text``. Raises :class:`PolicyError`."""
+        where = str(source) if source is not None else "<policy>"
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise PolicyError(f"policy {where!r} is not TOML: {exc}", where) from None
+        try:
+            policy = PolicyFile.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '<file>'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise PolicyError(f"policy {where!r} is invalid: {problems}", where) from None
+        return cls(policy, os.getuid() if daemon_uid is None else daemon_uid, source)
+
+    @property
+    def socket_mode(self) -> int:
+        """Permissions of the socket file."""
+        if self.file is None:
+            return 0o600
+        if self.file.socket_mode is not None:
+            return _SOCKET_MODES[self.file.socket_mode]
+        return 0o660 if self.file.socket_group is not None else 0o600
+
+    @property
+    def socket_group(self) -> int | None:
+        """Group the socket file is given to (None: leave it)."""
+        return None if self.file is None else self._gid(self.file.socket_group)
+
+    @staticmethod
+    def _gid(value: int | str | None) -> int | None:
+        return None if value is None else _gid_of(value)
+
+    @property
+    def tenants(self) -> Sequence[TenantRule]:
+        """The tenant rules, in file order."""
+        return () if self.file is None else self.file.tenants
+
+    def identify(self, peer: PeerCredentials) -> Identity | None:
+        """The identity of ``peer``; None when the policy refuses it."""
+        uid, gid, pid = peer.uid, peer.gid, peer.pid
+        if self.file is None:
+            if peer.uid != self.daemon_uid:
+                return None
+            return Identity(user_name(uid), False, True, uid, gid, pid)
+        policy = self.file
+        groups = peer.all_groups
+        rule = next((t for t in policy.tenants if peer.uid in t.uids), None)
+        if rule is None:
+            rule = next((t for t in policy.tenants if any(g in groups for g in t.groups)), None)
+        admin = peer.uid in policy.admin_uids or (
+            policy.admin_group is not None and policy.admin_group in groups
+        )
+        if rule is None:
+            if not admin:
+                return None
+            return Identity(f"admin:{user_name(uid)}", False, True, uid, gid, pid)
+        return Identity(
+            rule.name,
+            True,
+            admin or rule.admin,
+            uid,
+            gid,
+            pid,
+            services=rule.services,
+            calls_per_s=rule.calls_per_s,
+            max_services=rule.max_services,
+        )

@@ -1,0 +1,1201 @@
+"""The juggle daemon: one process owns the Framework and the fabric; clients talk to it over a
+Unix socket, each as the tenant the kernel says it is.
+
+Structure. An asyncio Unix-socket server (``asyncio.start_unix_server``) reads frames
+(:mod:`juggle.daemon.protocol`) from every connection; each request becomes a task that runs
+the blocking framework call in a thread pool (``loop.run_in_executor``), so a slow call (a
+native tenant waiting for its device, a juggle draining) never holds up the others. Admin
+operations have their own small pool, so they get through while calls saturate the large one.
+
+Identity. On accept, ``SO_PEERCRED`` / ``SO_PEERGROUPS`` give the peer's uid, gid and groups;
+the :class:`~juggle.daemon.policy.AccessPolicy` maps them to an identity (or the connection
+gets an :class:`AccessDeniedError` frame and is closed). A connection acts as its identity's
+consumer: proxies are ``fw.get_service(..., consumer=<tenant>)``, so it reaches only its own
+virtual devices, contexts, signals and statistics.
+
+State isolation. Several connections (or threads) of one tenant, or tenants of a shared
+service, use one service state (the proxy's state record: a loaded key). Each remote proxy
+keeps its own state-setting calls; calls on one state record are serialised and, when the
+state last set belongs to another remote proxy, this one's calls are replayed first. A remote
+proxy that set no state may not use state another one set (:class:`ServiceStateError`).
+
+Buffers. A writable buffer argument travels inline and its new contents travel back; above a
+few KiB the client puts it in a shared-memory segment the daemon created (a sealed memfd,
+passed with ``SCM_RIGHTS``), which the call then reads and writes in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import mmap
+import os
+import signal
+import socket
+import stat
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from juggle.daemon.errors import (
+    AccessDeniedError,
+    DaemonError,
+    DaemonShuttingDownError,
+    ProtocolError,
+    QuotaExceededError,
+)
+from juggle.daemon.paths import default_socket_path
+from juggle.daemon.policy import AccessPolicy, Identity, PeerCredentials, peer_credentials
+from juggle.daemon.protocol import (
+    DEFAULT_MAX_FRAME,
+    PROTOCOL_VERSION,
+    InOut,
+    ShmRef,
+    error_to_wire,
+    frame,
+    pack,
+    parse_request,
+    read_frame,
+    to_wire,
+)
+from juggle.daemon.state import ModuleEntry, StateDir
+from juggle.errors import JuggleError, ServiceArgumentError, ServiceStateError, UnknownServiceError
+from juggle.runtime.framework import Framework, ServiceStatistics
+from juggle.runtime.ldapfilter import parse_filter
+from juggle.runtime.proxy import StateRecord, binding_of
+from juggle.runtime.tenants import TenantSignal
+from juggle.runtime.tracing import Accumulator, merge, ns_per_tick
+
+__all__ = [
+    "DEFAULT_WORKERS",
+    "MAX_INFLIGHT",
+    "Daemon",
+    "default_socket_path",
+]
+
+log = logging.getLogger("juggle.daemon")
+
+#: Threads that run framework calls.
+DEFAULT_WORKERS = 32
+#: Requests a connection may have running at once; beyond, the daemon stops reading it.
+MAX_INFLIGHT = 64
+#: Shared-memory budget of one connection: segments and bytes.
+MAX_SEGMENTS = 64
+MAX_SEGMENT_BYTES = 64 << 20
+MAX_CONNECTION_SHM = 512 << 20
+#: Bytes a connection may have waiting to be sent before signal pushes to it are dropped,
+#: and before it is closed (its client does not read).
+PUSH_BACKLOG = 1 << 20
+MAX_QUEUED = 64 << 20
+#: How long a SIGTERM waits for running calls before closing anyway.
+DEFAULT_DRAIN_S = 30.0
+_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+
+
+# -- per-connection records ------------------------------------------------------------------
+
+
+class _StateGuard:
+    """Serialises the calls on one state record and knows whose state it holds."""
+
+    __slots__ = ("lock", "owner", "record", "users")
+
+    def __init__(self, record: StateRecord) -> None:
+        self.record = record  # kept alive: guards are found by id(record)
+        self.lock = threading.Lock()
+        self.owner: object | None = None
+        self.users = 0
+
+
+@dataclass(eq=False, slots=True)
+class _Handle:
+    """A remote proxy: the daemon's proxy for the connection's consumer, and the state
+    this remote proxy set."""
+
+    handle_id: int
+    proxy: Any
+    service_id: int
+    methods: dict[str, bool]
+    guard: _StateGuard | None
+    own: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass(eq=False, slots=True)
+class _Segment:
+    segment_id: int
+    size: int
+    mm: mmap.mmap
+
+
+class _Writer:
+    """The sending side of a connection, usable from any thread.
+
+    Worker threads send their replies themselves (no hop back to the event loop on a call's
+    path): under the lock, a frame goes straight to the non-blocking socket when nothing is
+    queued before it; what the socket does not take is queued, and the loop sends it when the
+    socket is writable again. A frame may carry a file descriptor (``SCM_RIGHTS``), sent with
+    its first byte. More than ``limit`` bytes queued: the client does not read, it is closed.
+    """
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+        self._sock = sock
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._queue: deque[tuple[memoryview, int | None]] = deque()
+        self.queued = 0
+        self._limit = limit
+        self._armed = False
+        self.closed = False
+        self.on_overflow: Callable[[], None] | None = None
+
+    def write(self, data: bytes, fd: int | None = None) -> None:
+        """Send ``data`` (and ``fd``, closed afterwards) in order after everything written
+        before; dropped when the connection is closed."""
+        with self._lock:
+            if self.closed:
+                if fd is not None:
+                    os.close(fd)
+                return
+            if not self._queue:
+                sent = self._send(memoryview(data), fd)
+                if sent < 0:
+                    return
+                if sent == len(data):
+                    return
+                data, fd = data[sent:], None if sent else fd
+            self._queue.append((memoryview(data), fd))
+            self.queued += len(data)
+            overflow = self.queued > self._limit
+            arm = not self._armed and not overflow
+            self._armed = self._armed or arm
+        if overflow:
+            self.close()
+            if self.on_overflow is not None:
+                self._loop.call_soon_threadsafe(self.on_overflow)
+        elif arm:
+            self._loop.call_soon_threadsafe(self._arm)
+
+    def _send(self, data: memoryview, fd: int | None) -> int:
+        """Bytes of ``data`` the socket took (-1: the connection broke); lock held."""
+        try:
+            if fd is None:
+                return self._sock.send(data)
+            ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd.to_bytes(4, "little"))]
+            sent = self._sock.sendmsg([data], ancillary)
+            os.close(fd)
+            return sent
+        except BlockingIOError:
+            return 0
+        except OSError:
+            if fd is not None:
+                os.close(fd)
+            self._close_locked()
+            return -1
+
+    def _arm(self) -> None:
+        if not self.closed:
+            self._loop.add_writer(self._sock.fileno(), self._flush)
+
+    def _flush(self) -> None:
+        with self._lock:
+            while self._queue and not self.closed:
+                data, fd = self._queue[0]
+                sent = self._send(data, fd)
+                if sent <= 0:
+                    return
+                self.queued -= sent
+                if sent < len(data):
+                    self._queue[0] = (data[sent:], None)
+                    return
+                self._queue.popleft()
+            self._armed = False
+        with contextlib.suppress(Exception):
+            self._loop.remove_writer(self._sock.fileno())
+
+    def _close_locked(self) -> None:
+        self.closed = True
+        for _, fd in self._queue:
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._queue.clear()
+        self.queued = 0
+
+    def close(self) -> None:
+        """Stop sending (the loop removes the socket from its watch list)."""
+        with self._lock:
+            if self.closed:
+                return
+            self._close_locked()
+
+    def release(self) -> None:
+        """Close the socket (loop thread, after :meth:`close`)."""
+        self.close()
+        with contextlib.suppress(Exception):
+            self._loop.remove_writer(self._sock.fileno())
+        self._sock.close()
+
+
+class _Connection:
+    """One client connection: identity, remote proxies, shared-memory segments."""
+
+    def __init__(
+        self,
+        conn_id: int,
+        identity: Identity,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.conn_id = conn_id
+        self.identity = identity
+        self.reader = reader
+        self.writer = writer  # the transport: reads and closing; frames go through ``out``
+        sock = writer.get_extra_info("socket").dup()
+        sock.setblocking(False)
+        self.out = _Writer(sock, loop, MAX_QUEUED)
+        self.out.on_overflow = writer.close
+        self.handles: dict[int, _Handle] = {}
+        self.segments: dict[int, _Segment] = {}
+        self.shm_bytes = 0
+        self._ids = iter(range(1, 1 << 62))
+        self.lock = threading.Lock()
+        # requests running: counted by the loop (start) and the pool threads (end) under
+        # ``lock``; the loop is woken only when it waits for room or for the last one to end
+        self.running = 0
+        self.blocked = False
+        self.watching = False
+        self.room = asyncio.Event()
+        self.idle = asyncio.Event()
+        self.closed = False
+        self.unlisten: Callable[[], None] | None = None
+        self.dropped_pushes = 0
+
+    def next_id(self) -> int:
+        with self.lock:
+            return next(self._ids)
+
+    def send(self, message: dict[str, Any], fd: int | None = None) -> None:
+        """Send ``message`` (from any thread); a closed connection drops it."""
+        try:
+            data = pack(message)
+        except (TypeError, ValueError, OverflowError) as exc:
+            data = pack(
+                {
+                    "v": PROTOCOL_VERSION,
+                    "id": message.get("id", 0),
+                    "err": error_to_wire(ProtocolError(f"reply cannot travel: {exc}")),
+                }
+            )
+        self.out.write(frame(data), fd)
+
+    def push(self, message: dict[str, Any]) -> None:
+        """Send a push; dropped while the client does not read its earlier ones."""
+        if self.out.queued > PUSH_BACKLOG:
+            self.dropped_pushes += 1
+            return
+        self.send(message)
+
+    def view(self, ref: ShmRef) -> memoryview:
+        """The memory ``ref`` names. Raises :class:`ProtocolError`."""
+        seg = self.segments.get(ref.segment)
+        if seg is None:
+            raise ProtocolError(f"no shared-memory segment {ref.segment}", ref.segment)
+        if ref.offset + ref.length > seg.size:
+            raise ProtocolError(
+                f"range {ref.offset}+{ref.length} outside segment {ref.segment} of {seg.size}",
+                ref.segment,
+            )
+        return memoryview(seg.mm)[ref.offset : ref.offset + ref.length]
+
+
+class _Bucket:
+    """A token bucket: ``rate`` calls per second, bursts of up to one second's worth."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.capacity = max(1.0, rate)
+        self.tokens = self.capacity
+        self.stamp = time.monotonic()
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Op:
+    fn: Callable[[_Connection, dict[str, Any]], Any]
+    admin: bool = False
+    pool: str = "calls"  # "calls", "admin" or "inline" (runs on the loop, must be quick)
+
+
+# -- argument checks -------------------------------------------------------------------------
+
+
+def _field(
+    msg: dict[str, Any], key: str, kind: type | tuple[type, ...], *, optional: bool = False
+) -> Any:
+    value = msg.get(key)
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) and kind is int:
+        value = object()  # an int field takes no bool
+    if not isinstance(value, kind):
+        raise ProtocolError(
+            f'request field "{key}" is missing or of the wrong type ({value!r:.40})'
+        )
+    return value
+
+
+def _service_id(msg: dict[str, Any], key: str = "service_id") -> int:
+    return int(_field(msg, key, int))
+
+
+# -- the daemon ------------------------------------------------------------------------------
+
+
+class Daemon:
+    """The daemon: a Framework on ``fabric``, its state in ``state_dir``, served on
+    ``socket_path``.
+
+    ``policy_path`` is the tenant policy (TOML); without it the one kept in the state
+    directory is used, and without that only the daemon's own uid may connect. ``workers``
+    threads run calls; ``max_frame`` bounds a frame's payload. ``framework_options`` go to
+    :class:`~juggle.Framework`.
+    """
+
+    def __init__(
+        self,
+        socket_path: str | Path,
+        state_dir: str | Path,
+        *,
+        fabric: str = "xupv2p",
+        backend: str = "sim",
+        policy_path: str | Path | None = None,
+        workers: int = DEFAULT_WORKERS,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        drain_s: float = DEFAULT_DRAIN_S,
+        framework_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.socket_path = Path(socket_path)
+        self.state = StateDir(state_dir)
+        self.fabric = fabric
+        self.backend = backend
+        self.policy_path = Path(policy_path) if policy_path is not None else None
+        self.max_frame = max_frame
+        self.drain_s = drain_s
+        self._framework_options = dict(framework_options or {})
+        self._workers = workers
+        self.fw: Framework | None = None
+        self.policy = AccessPolicy(None, os.getuid())
+        self._lock = threading.Lock()
+        self._guards: dict[int, _StateGuard] = {}
+        self._held: dict[str, int] = {}
+        self._tenant_proxies: dict[tuple[str, int], list[Any]] = {}
+        self._rates: dict[tuple[str, int], deque[tuple[float, int]]] = {}
+        self._buckets: dict[str, _Bucket] = {}
+        self._connections: dict[int, _Connection] = {}
+        self._conn_ids = iter(range(1, 1 << 62))
+        self._segment_ids = iter(range(1, 1 << 62))
+        self._closing = False
+        self._active = 0
+        self._count_lock = threading.Lock()
+        self._idle: asyncio.Event | None = None
+        self._stopped: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._calls = ThreadPoolExecutor(workers, thread_name_prefix="juggle-call")
+        self._admin = ThreadPoolExecutor(4, thread_name_prefix="juggle-admin")
+        self._ops: dict[str, _Op] = {
+            "ping": _Op(self._op_ping, pool="inline"),
+            "whoami": _Op(self._op_whoami, pool="inline"),
+            "subscribe": _Op(self._op_subscribe, pool="inline"),
+            "unsubscribe": _Op(self._op_unsubscribe, pool="inline"),
+            "segment": _Op(self._op_segment, pool="inline"),
+            "segment_free": _Op(self._op_segment_free, pool="inline"),
+            "get_service": _Op(self._op_get_service),
+            "release": _Op(self._op_release),
+            "call": _Op(self._op_call),
+            "services": _Op(self._op_services),
+            "regions": _Op(self._op_regions),
+            "statistics": _Op(self._op_statistics),
+            "tenants": _Op(self._op_tenants),
+            "modules": _Op(self._op_modules),
+            "install": _Op(self._op_install, admin=True, pool="admin"),
+            "uninstall": _Op(self._op_uninstall, admin=True, pool="admin"),
+            "juggle": _Op(self._op_juggle, admin=True, pool="admin"),
+            "set_tier": _Op(self._op_set_tier, admin=True, pool="admin"),
+            "reload_policy": _Op(self._op_reload_policy, admin=True, pool="admin"),
+        }
+
+    # -- start and stop --------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Take the state directory, load the policy, open the framework, register the
+        policy's tenants and reinstall (and start) the modules the state directory holds."""
+        self.state.lock()
+        self.policy = self._load_policy()
+        self.fw = Framework(self.fabric, backend=self.backend, **self._framework_options)
+        self._add_tenants()
+        for entry in self.state.entries():
+            try:
+                module = self.fw.install(self.state.target(entry))
+                if entry.started:
+                    module.start()
+                if entry.name != module.name:
+                    self.state.record(ModuleEntry(entry.path, module.name, entry.started))
+                log.info("module %s reinstalled from %s", module.name, entry.path)
+            except JuggleError as exc:
+                log.error("module %s could not be reinstalled: %s", entry.path, exc)
+
+    def _load_policy(self) -> AccessPolicy:
+        if self.policy_path is not None:
+            policy = AccessPolicy.load(self.policy_path)
+            self.state.save_policy(self.policy_path.read_text(encoding="utf-8"))
+            return policy
+        if self.state.policy.exists():
+            return AccessPolicy.load(self.state.policy)
+        return AccessPolicy(None, os.getuid())
+
+    def _add_tenants(self) -> list[str]:
+        """Register the policy's tenants not registered yet; the names of those whose class
+        differs from the registered one (a restart applies it)."""
+        fw = self._framework()
+        known = {t.name: t for t in fw.tenants()}
+        changed = []
+        for rule in self.policy.tenants:
+            have = known.get(rule.name)
+            if have is None:
+                fw.add_tenant(
+                    rule.name,
+                    priority=None if rule.realtime else rule.priority,
+                    realtime=rule.realtime,
+                    model=rule.model,
+                )
+            elif (have.realtime, have.model) != (rule.realtime, rule.model) or (
+                not rule.realtime and have.priority != (rule.priority or 0)
+            ):
+                changed.append(rule.name)
+        return changed
+
+    def _framework(self) -> Framework:
+        if self.fw is None:
+            raise DaemonError("the daemon's framework is not open")
+        return self.fw
+
+    def run(self) -> int:
+        """Prepare, serve until SIGTERM/SIGINT, shut down; the exit status."""
+        try:
+            self.prepare()
+        except JuggleError as exc:
+            log.error("%s", exc)
+            self._close_framework()
+            self.state.unlock()
+            return 1
+        try:
+            asyncio.run(self.serve())
+        except BaseException:
+            self._close_framework()  # the regions are released whatever went wrong
+            raise
+        finally:
+            self._calls.shutdown(wait=False, cancel_futures=True)
+            self._admin.shutdown(wait=False, cancel_futures=True)
+            self.state.unlock()
+        return 0
+
+    async def serve(self) -> None:
+        """Listen until :meth:`stop` (or SIGTERM / SIGINT; SIGHUP reloads the policy)."""
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._idle = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._bind_socket()
+        await self.start_listening()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, self.stop)
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGHUP, self._reload_on_signal)
+        log.info("juggle daemon %d listening on %s", os.getpid(), self.socket_path)
+        await self._stopped.wait()
+        await self._shutdown()
+
+    def stop(self) -> None:
+        """Begin the shutdown (from the loop thread)."""
+        if self._stopped is not None:
+            self._stopped.set()
+
+    def _bind_socket(self) -> None:
+        path = self.socket_path
+        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        if path.exists() or path.is_symlink():
+            if not stat.S_ISSOCK(path.lstat().st_mode):
+                raise DaemonError(f"{str(path)!r} exists and is not a socket", str(path))
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(path))
+            except OSError:
+                path.unlink()  # left by a daemon that died
+            else:
+                raise DaemonError(f"a daemon already listens on {str(path)!r}", str(path))
+            finally:
+                probe.close()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(str(path))
+        finally:
+            os.umask(old)
+        group = self.policy.socket_group
+        if group is not None:
+            os.chown(path, -1, group)
+        os.chmod(path, self.policy.socket_mode)
+        sock.listen(128)
+        sock.setblocking(False)
+        self._listener = sock
+
+    async def start_listening(self) -> None:
+        """Accept connections on the bound socket."""
+        self._server = await asyncio.start_unix_server(self._accept, sock=self._listener)
+
+    async def _shutdown(self) -> None:
+        log.info("shutting down: refusing new calls, waiting for running ones")
+        with self._count_lock:
+            self._closing = True
+            busy = self._active > 0
+        if self._server is not None:
+            self._server.close()
+        with contextlib.suppress(OSError):
+            self.socket_path.unlink()
+        assert self._idle is not None
+        try:
+            if busy:
+                await asyncio.wait_for(self._idle.wait(), self.drain_s)
+        except TimeoutError:
+            log.warning(
+                "%d call(s) still running after %.0f s; closing anyway", self._active, self.drain_s
+            )
+        for conn in list(self._connections.values()):
+            conn.out.close()
+            conn.writer.close()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._admin, self._close_framework)
+        log.info("daemon stopped")
+
+    def _close_framework(self) -> None:
+        if self.fw is not None:
+            self.fw.close()
+
+    def _reload_on_signal(self) -> None:
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._admin, self._reload_policy)
+        future.add_done_callback(
+            lambda f: (
+                log.error("policy reload failed: %s", f.exception())
+                if f.exception() is not None
+                else None
+            )
+        )
+
+    # -- connections -----------------------------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        try:
+            peer = peer_credentials(sock)
+        except OSError as exc:
+            log.warning("no peer credentials: %s", exc)
+            writer.close()
+            return
+        identity = self.policy.identify(peer)
+        if identity is None or self._closing:
+            error: JuggleError = (
+                AccessDeniedError(
+                    f"uid {peer.uid} (pid {peer.pid}) is not mapped to a tenant by the "
+                    "daemon's policy",
+                    peer.uid,
+                )
+                if identity is None
+                else DaemonShuttingDownError("the daemon is shutting down")
+            )
+            log.warning("refused pid %d uid %d: %s", peer.pid, peer.uid, error)
+            writer.write(frame(pack({"v": PROTOCOL_VERSION, "id": 0, "err": error_to_wire(error)})))
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+            writer.close()
+            return
+        conn = _Connection(
+            next(self._conn_ids), identity, reader, writer, asyncio.get_running_loop()
+        )
+        self._connections[conn.conn_id] = conn
+        log.info(
+            "connection %d: pid %d uid %d as %s%s",
+            conn.conn_id,
+            peer.pid,
+            peer.uid,
+            identity.name,
+            " (admin)" if identity.admin else "",
+        )
+        conn.send({"v": PROTOCOL_VERSION, "id": 0, "hello": self._hello(conn, peer)})
+        try:
+            await self._read_loop(conn)
+        finally:
+            await self._finish(conn)
+
+    def _hello(self, conn: _Connection, peer: PeerCredentials) -> dict[str, Any]:
+        ident = conn.identity
+        return {
+            "name": ident.name,
+            "tenant": ident.tenant,
+            "admin": ident.admin,
+            "uid": peer.uid,
+            "gid": peer.gid,
+            "pid": peer.pid,
+            "daemon_pid": os.getpid(),
+            "max_frame": self.max_frame,
+            "protocol": PROTOCOL_VERSION,
+        }
+
+    async def _read_loop(self, conn: _Connection) -> None:
+        while not conn.closed:
+            with conn.lock:
+                full = conn.running >= MAX_INFLIGHT
+                if full:  # stop reading this connection until one of its requests ends
+                    conn.blocked = True
+                    conn.room.clear()
+            if full:
+                await conn.room.wait()
+                continue
+            try:
+                payload = await read_frame(conn.reader, self.max_frame)
+                if payload is None:
+                    return
+                msg = parse_request(payload)
+            except ProtocolError as exc:
+                log.warning("connection %d: %s; closing it", conn.conn_id, exc)
+                conn.send({"v": PROTOCOL_VERSION, "id": 0, "err": error_to_wire(exc)})
+                return
+            except (ConnectionError, OSError):
+                return
+            self._dispatch(conn, msg)
+
+    async def _finish(self, conn: _Connection) -> None:
+        conn.closed = True
+        if conn.unlisten is not None:
+            conn.unlisten()
+            conn.unlisten = None
+        with conn.lock:
+            conn.watching = True
+            busy = conn.running > 0
+        if busy:
+            await conn.idle.wait()  # calls running for it finish first
+        conn.out.release()
+        with contextlib.suppress(Exception):
+            conn.writer.close()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._admin, self._release_all, conn)
+        self._connections.pop(conn.conn_id, None)
+        log.info("connection %d (%s) closed", conn.conn_id, conn.identity.name)
+
+    def _dispatch(self, conn: _Connection, msg: dict[str, Any]) -> None:
+        """Start request ``msg`` (loop thread): refuse it, run it inline, or hand it to a
+        pool whose thread sends the reply itself."""
+        try:
+            op = self._ops.get(msg["op"])
+            if op is None:
+                raise ProtocolError(f"unknown operation {msg['op']!r:.40}", msg["op"][:40])
+            if op.admin and not conn.identity.admin:
+                raise AccessDeniedError(
+                    f"{msg['op']} needs the admin group; {conn.identity.name!r} is no admin",
+                    msg["op"],
+                )
+            if self._closing:
+                raise DaemonShuttingDownError(
+                    "the daemon is shutting down: calls running finish, new ones are refused"
+                )
+            if msg["op"] == "call":
+                self._check_quota(conn.identity)
+        except Exception as exc:
+            conn.send({"v": PROTOCOL_VERSION, "id": msg["id"], "err": error_to_wire(exc)})
+            return
+        with self._count_lock:
+            self._active += 1
+        with conn.lock:
+            conn.running += 1
+        if op.pool == "inline":
+            self._run(conn, op, msg)
+        else:
+            pool = self._admin if op.pool == "admin" else self._calls
+            pool.submit(self._run, conn, op, msg)
+
+    def _run(self, conn: _Connection, op: _Op, msg: dict[str, Any]) -> None:
+        """Run ``op`` and send its reply (a pool thread, or the loop for inline ones)."""
+        request_id = msg["id"]
+        try:
+            reply = op.fn(conn, msg)
+            if isinstance(reply, _FdReply):
+                conn.send({"v": PROTOCOL_VERSION, "id": request_id, **reply.body}, reply.fd)
+            else:
+                conn.send({"v": PROTOCOL_VERSION, "id": request_id, **reply})
+        except Exception as exc:
+            if not isinstance(exc, JuggleError):
+                log.exception("connection %d: %s failed", conn.conn_id, msg.get("op"))
+            conn.send({"v": PROTOCOL_VERSION, "id": request_id, "err": error_to_wire(exc)})
+        finally:
+            self._done(conn)
+
+    def _done(self, conn: _Connection) -> None:
+        """A request of ``conn`` ended (any thread): count it; wake the loop only if it waits
+        for room on this connection, for its last request, or for the daemon's last."""
+        with conn.lock:
+            conn.running -= 1
+            room = conn.blocked and conn.running < MAX_INFLIGHT
+            if room:
+                conn.blocked = False
+            idle = conn.watching and conn.running == 0
+        with self._count_lock:
+            self._active -= 1
+            stopped = self._closing and self._active == 0
+        loop = self._loop
+        if loop is None or not (room or idle or stopped):
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+            if room:
+                loop.call_soon_threadsafe(conn.room.set)
+            if idle:
+                loop.call_soon_threadsafe(conn.idle.set)
+            if stopped and self._idle is not None:
+                loop.call_soon_threadsafe(self._idle.set)
+
+    def _check_quota(self, ident: Identity) -> None:
+        if ident.calls_per_s is None:
+            return
+        bucket = self._buckets.get(ident.name)
+        if bucket is None or bucket.rate != ident.calls_per_s:
+            bucket = self._buckets[ident.name] = _Bucket(ident.calls_per_s)
+        if not bucket.take():
+            raise QuotaExceededError(
+                f"tenant {ident.name!r} is over its quota of {ident.calls_per_s:g} calls/s",
+                ident.name,
+            )
+
+    def _release_all(self, conn: _Connection) -> None:
+        for handle in list(conn.handles.values()):
+            self._drop_handle(conn, handle)
+        for seg in list(conn.segments.values()):
+            with contextlib.suppress(BufferError):
+                seg.mm.close()
+        conn.segments.clear()
+
+    # -- inline operations -----------------------------------------------------------------
+
+    def _op_ping(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": "pong"}
+
+    def _op_whoami(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        ident = conn.identity
+        return {
+            "ok": {
+                "name": ident.name,
+                "tenant": ident.tenant,
+                "admin": ident.admin,
+                "uid": ident.uid,
+            }
+        }
+
+    def _op_subscribe(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        if conn.unlisten is None:
+            channel = self._framework().signals(conn.identity.name)
+
+            def forward(sig: TenantSignal) -> None:
+                conn.push({"v": PROTOCOL_VERSION, "id": 0, "push": "signal", "sig": to_wire(sig)})
+                channel.drain()  # delivered: the daemon has read it
+
+            conn.unlisten = channel.listen(forward)
+        return {"ok": True}
+
+    def _op_unsubscribe(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        if conn.unlisten is not None:
+            conn.unlisten()
+            conn.unlisten = None
+        return {"ok": True}
+
+    def _op_segment(self, conn: _Connection, msg: dict[str, Any]) -> _FdReply:
+        size = _field(msg, "size", int)
+        if not 0 < size <= MAX_SEGMENT_BYTES:
+            raise ServiceArgumentError(f"segment size {size} outside 1..{MAX_SEGMENT_BYTES}", size)
+        if len(conn.segments) >= MAX_SEGMENTS or conn.shm_bytes + size > MAX_CONNECTION_SHM:
+            raise QuotaExceededError(
+                f"connection holds {len(conn.segments)} segments of {conn.shm_bytes} bytes; "
+                f"limits {MAX_SEGMENTS} and {MAX_CONNECTION_SHM}",
+                conn.identity.name,
+            )
+        fd = os.memfd_create("juggle-shm", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(fd, size)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)  # nobody can shrink it under a call
+            mm = mmap.mmap(fd, size)
+        except BaseException:
+            os.close(fd)
+            raise
+        seg = _Segment(next(self._segment_ids), size, mm)
+        conn.segments[seg.segment_id] = seg
+        conn.shm_bytes += size
+        return _FdReply({"ok": {"seg": seg.segment_id, "size": size}, "fd": 1}, fd)
+
+    def _op_segment_free(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        seg = conn.segments.pop(_field(msg, "seg", int), None)
+        if seg is None:
+            return {"ok": False}
+        conn.shm_bytes -= seg.size
+        with contextlib.suppress(BufferError):  # a call still holds a view: the GC frees it
+            seg.mm.close()
+        return {"ok": True}
+
+    # -- services and calls ----------------------------------------------------------------
+
+    def _allowed_filter(self, ident: Identity, extra: str | None) -> str | None:
+        parts = [str(parse_filter(f)) for f in (ident.services, extra) if f]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else f"(&{''.join(parts)})"
+
+    def _allowed_ids(self, ident: Identity) -> set[int] | None:
+        """Ids of the services ``ident`` may use (None: all)."""
+        if ident.services is None or ident.admin:
+            return None
+        fw = self._framework()
+        return {ref.service_id for ref in fw.registry.get_references(None, ident.services)}
+
+    def _op_get_service(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        fw = self._framework()
+        interface = _field(msg, "interface", str)
+        wanted = _field(msg, "filter", str, optional=True)
+        ident = conn.identity
+        combined = self._allowed_filter(ident, wanted)
+        with self._lock:
+            held = self._held.get(ident.name, 0)
+            if ident.max_services is not None and held >= ident.max_services:
+                raise QuotaExceededError(
+                    f"tenant {ident.name!r} holds {held} services, its quota is "
+                    f"{ident.max_services}",
+                    ident.name,
+                )
+            self._held[ident.name] = held + 1
+        try:
+            proxy = fw.get_service(interface, consumer=ident.name, filter=combined)
+        except BaseException:
+            with self._lock:
+                self._held[ident.name] -= 1
+            raise
+        binding = binding_of(proxy)
+        methods = {m.name: m.state_setting for m in binding.methods}
+        with self._lock:
+            guard = None
+            if any(methods.values()):
+                guard = self._guards.get(id(binding.record))
+                if guard is None or guard.record is not binding.record:
+                    guard = self._guards[id(binding.record)] = _StateGuard(binding.record)
+                guard.users += 1
+            handle = _Handle(conn.next_id(), proxy, proxy.service_id, methods, guard)
+            conn.handles[handle.handle_id] = handle
+            self._tenant_proxies.setdefault((ident.name, proxy.service_id), []).append(proxy)
+        if conn.closed:  # the client left while we got it
+            self._drop_handle(conn, handle)
+        return {
+            "ok": {
+                "h": handle.handle_id,
+                "service_id": proxy.service_id,
+                "interface": proxy.interface,
+                "consumer": proxy.consumer,
+                "methods": [[name, setting] for name, setting in methods.items()],
+            }
+        }
+
+    def _drop_handle(self, conn: _Connection, handle: _Handle) -> bool:
+        ident = conn.identity
+        with self._lock:
+            if conn.handles.pop(handle.handle_id, None) is None:
+                return False
+            self._held[ident.name] = self._held.get(ident.name, 1) - 1
+            proxies = self._tenant_proxies.get((ident.name, handle.service_id), [])
+            with contextlib.suppress(ValueError):
+                proxies.remove(handle.proxy)
+            if not proxies:
+                self._tenant_proxies.pop((ident.name, handle.service_id), None)
+            guard = handle.guard
+            if guard is not None:
+                guard.users -= 1
+                if guard.users <= 0 and self._guards.get(id(guard.record)) is guard:
+                    del self._guards[id(guard.record)]
+        fw = self._framework()
+        try:
+            return fw.unget_service(handle.proxy)
+        except JuggleError as exc:  # the framework is closed, the service gone
+            log.debug("release of service %d: %s", handle.service_id, exc)
+            return False
+
+    def _handle(self, conn: _Connection, msg: dict[str, Any]) -> _Handle:
+        handle_id = _field(msg, "h", int)
+        handle = conn.handles.get(handle_id)
+        if handle is None:
+            raise UnknownServiceError(
+                f"no service handle {handle_id} on this connection", handle_id
+            )
+        return handle
+
+    def _op_release(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": self._drop_handle(conn, self._handle(conn, msg))}
+
+    def _arg(self, conn: _Connection, value: Any, views: list[memoryview]) -> Any:
+        if isinstance(value, InOut):
+            return bytearray(value.data)
+        if isinstance(value, ShmRef):
+            view = conn.view(value)
+            views.append(view)
+            return view
+        return value
+
+    def _op_call(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        handle = self._handle(conn, msg)
+        name = _field(msg, "m", str)
+        if name not in handle.methods:
+            raise ServiceArgumentError(
+                f"service {handle.service_id} has no method {name!r:.60}", name[:60]
+            )
+        raw_args = msg.get("args") or []
+        raw_kw = msg.get("kw") or {}
+        if not isinstance(raw_args, list) or not isinstance(raw_kw, dict):
+            raise ProtocolError('"args" must be a list and "kw" a map')
+        views: list[memoryview] = []
+        try:
+            args = [self._arg(conn, a, views) for a in raw_args]
+            kwargs = {str(k): self._arg(conn, v, views) for k, v in raw_kw.items()}
+            result = self._invoke(handle, name, args, kwargs)
+            out = [[i, bytes(a)] for i, a in enumerate(args) if isinstance(raw_args[i], InOut)]
+            out += [[k, bytes(v)] for k, v in kwargs.items() if isinstance(raw_kw[k], InOut)]
+        finally:
+            for view in views:
+                with contextlib.suppress(BufferError):
+                    view.release()
+        reply: dict[str, Any] = {"ok": result}
+        if out:
+            reply["out"] = out
+        return reply
+
+    @staticmethod
+    def _invoke(handle: _Handle, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        method = getattr(handle.proxy, name)
+        guard = handle.guard
+        if guard is None:
+            return method(*args, **kwargs)
+        with guard.lock:
+            if handle.methods[name]:  # state-setting: it becomes this remote proxy's state
+                result = method(*args, **kwargs)
+                handle.own[name] = (
+                    tuple(bytes(a) if isinstance(a, bytearray | memoryview) else a for a in args),
+                    dict(kwargs),
+                )
+                guard.owner = handle
+                return result
+            if guard.owner is not handle:
+                if handle.own:
+                    for setter, (a, k) in handle.own.items():
+                        getattr(handle.proxy, setter)(*a, **k)
+                    guard.owner = handle
+                elif guard.owner is not None:
+                    setters = ", ".join(n for n, s in handle.methods.items() if s)
+                    raise ServiceStateError(
+                        f"service {handle.service_id}: the state of this service was set by "
+                        f"another client; call {setters} first",
+                        handle.service_id,
+                    )
+            return method(*args, **kwargs)
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def _op_services(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        fw = self._framework()
+        ident = conn.identity
+        snaps = fw.services()
+        if not ident.admin:
+            allowed = self._allowed_ids(ident)
+            out = []
+            for s in snaps:
+                if allowed is not None and s.service_id not in allowed:
+                    continue
+                wire = to_wire(s)
+                wire["consumers"] = [c for c in s.consumers if c == ident.name]
+                out.append(wire)
+            return {"ok": out}
+        return {"ok": [to_wire(s) for s in snaps]}
+
+    def _op_regions(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": [to_wire(r) for r in self._framework().regions()]}
+
+    def _op_modules(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": [to_wire(m) for m in self._framework().modules()]}
+
+    def _op_tenants(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        ident = conn.identity
+        snaps = self._framework().tenants()
+        if not ident.admin:
+            snaps = tuple(t for t in snaps if t.name == ident.name)
+        return {"ok": [to_wire(t) for t in snaps]}
+
+    def _op_statistics(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        fw = self._framework()
+        service_id = _service_id(msg)
+        ident = conn.identity
+        full = fw.statistics(service_id)
+        if ident.admin:
+            return {"ok": to_wire(full)}
+        allowed = self._allowed_ids(ident)
+        if allowed is not None and service_id not in allowed:
+            raise UnknownServiceError(f"no service with id {service_id!r}", service_id)
+        return {"ok": to_wire(self._own_statistics(ident.name, full))}
+
+    def _own_statistics(self, name: str, full: ServiceStatistics) -> ServiceStatistics:
+        """``full`` reduced to consumer ``name``'s calls (through its proxy held now)."""
+        with self._lock:
+            proxies = list(self._tenant_proxies.get((name, full.service_id), ()))
+        traces: dict[str, dict[str, Accumulator]] = {}
+        inflight = 0
+        if proxies:
+            binding = binding_of(proxies[0])  # one proxy per consumer and service
+            traces = binding.traces()
+            inflight = binding.inflight()
+        ratio = ns_per_tick()
+        per_tier = {
+            tier: merge(methods.values()).snapshot(ratio)
+            for tier, methods in sorted(traces.items())
+            if tier != "gone"
+        }
+        by_method: dict[str, list[Accumulator]] = {}
+        for methods in traces.values():
+            for method, acc in methods.items():
+                by_method.setdefault(method, []).append(acc)
+        total = merge(a for accs in by_method.values() for a in accs)
+        return ServiceStatistics(
+            service_id=full.service_id,
+            interface=full.interface,
+            tier=full.tier,
+            total=total.snapshot(ratio),
+            rate_per_s=self._rate((name, full.service_id), total.calls),
+            per_tier=per_tier,
+            per_consumer={name: total.snapshot(ratio)} if proxies else {},
+            per_method={m: merge(a).snapshot(ratio) for m, a in sorted(by_method.items())},
+            inflight=inflight,
+            hardware_modeled_mean_us=full.hardware_modeled_mean_us,
+            fallbacks=full.fallbacks,
+            verified=full.verified,
+            mismatches=full.mismatches,
+        )
+
+    def _rate(self, key: tuple[str, int], calls: int, window_s: float = 1.0) -> float:
+        now = time.monotonic()
+        with self._lock:
+            samples = self._rates.setdefault(key, deque(maxlen=64))
+            base = samples[0] if samples else (now, calls)
+            for t, c in samples:
+                if now - t >= window_s:
+                    base = (t, c)
+            samples.append((now, calls))
+        span = now - base[0]
+        return (calls - base[1]) / span if span > 0 else 0.0
+
+    # -- admin -----------------------------------------------------------------------------
+
+    def _op_install(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        fw = self._framework()
+        path = _field(msg, "path", str)
+        start = msg.get("start", True) is not False
+        entry = self.state.copy_in(path)
+        try:
+            module = fw.install(self.state.target(entry))
+        except BaseException:
+            self.state.discard(entry)
+            raise
+        try:
+            if start:
+                module.start()
+        except BaseException:
+            with contextlib.suppress(JuggleError):
+                module.uninstall()
+            self.state.discard(entry)
+            raise
+        self.state.record(ModuleEntry(entry.path, module.name, start))
+        log.info("%s installed module %s (%s)", conn.identity.name, module.name, path)
+        return {"ok": to_wire(module.snapshot())}
+
+    def _op_uninstall(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        fw = self._framework()
+        name = _field(msg, "name", str)
+        module = fw.module(name)
+        module.uninstall()
+        self.state.forget(module.name)
+        log.info("%s uninstalled module %s", conn.identity.name, module.name)
+        return {"ok": True}
+
+    def _op_juggle(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        to_hardware = _field(msg, "to_hardware", int, optional=True)
+        to_software = msg.get("to_software") or []
+        if not isinstance(to_software, list) or not all(type(i) is int for i in to_software):
+            raise ProtocolError('"to_software" must be a list of service ids')
+        report = self._framework().juggle(to_hardware=to_hardware, to_software=to_software)
+        return {"ok": to_wire(report)}
+
+    def _op_set_tier(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        report = self._framework().set_tier(_service_id(msg), _field(msg, "tier", str))
+        return {"ok": to_wire(report)}
+
+    def _op_reload_policy(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": self._reload_policy()}
+
+    def _reload_policy(self) -> dict[str, Any]:
+        """Read the policy again, register new tenants, close the connections whose identity
+        changed; a summary."""
+        policy = self._load_policy()
+        self.policy = policy
+        changed = self._add_tenants()
+        closed = []
+        for conn in list(self._connections.values()):
+            peer = PeerCredentials(conn.identity.pid, conn.identity.uid, conn.identity.gid)
+            sock = conn.writer.get_extra_info("socket")
+            with contextlib.suppress(OSError):
+                peer = peer_credentials(sock)
+            now = policy.identify(peer)
+            if now != conn.identity:
+                closed.append(conn.conn_id)
+                loop = self._loop
+                if loop is not None:
+                    loop.call_soon_threadsafe(conn.writer.close)
+        log.info(
+            "policy reloaded: %d tenants, %d connections closed", len(policy.tenants), len(closed)
+        )
+        return {
+            "tenants": [t.name for t in policy.tenants],
+            "restart_needed": changed,
+            "closed_connections": closed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _FdReply:
+    """A reply that carries a file descriptor."""
+
+    body: dict[str, Any]
+    fd: int

@@ -1,0 +1,585 @@
+"""The juggle daemon end to end: real daemon processes, clients in this and other processes,
+other uids (when the tests run as root), crashes, restarts and malformed frames (issue 11)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+import pytest
+from Crypto.Cipher import DES3
+from daemon_support import (
+    MODULES,
+    NOBODY,
+    DaemonProcess,
+    run_as,
+    running_as_root,
+    start_worker,
+    wait_until,
+    worker_json,
+)
+from daemon_worker import probe_mode, realtime_mode, tenant_mode
+
+from juggle.daemon import (
+    DaemonShuttingDownError,
+    DaemonUnavailableError,
+    connect,
+)
+from juggle.daemon.commands import run_remote
+from juggle.errors import (
+    BlockSizeError,
+    ConfigurationError,
+    FilterSyntaxError,
+    KeyLengthError,
+    ServiceUnavailableError,
+    UnknownServiceError,
+)
+from juggle.runtime.framework import RegionSnapshot, ServiceSnapshot, ServiceStatistics
+from juggle.runtime.tracing import CallStats
+
+KEY = bytes.fromhex("0123456789ABCDEF23456789ABCDEF01456789ABCDEF0123")
+OTHER_KEY = bytes.fromhex("FEDCBA9876543210A1B2C3D4E5F60718293A4B5C6D7E8F90")
+
+
+def tdes(key: bytes, data: bytes) -> bytes:
+    return bytes(DES3.new(key, DES3.MODE_ECB).encrypt(data))
+
+
+def service_id(client: Any) -> int:
+    (snap,) = [s for s in client.services() if s.module == "tdes"]
+    return int(snap.service_id)
+
+
+def policy(*tenants: str, admin_uids: str = "[0]") -> str:
+    return f'version = 1\nadmin_uids = {admin_uids}\nsocket_mode = "0666"\n' + "".join(tenants)
+
+
+def tenant(name: str, uid: int, extra: str = "") -> str:
+    return f'\n[[tenants]]\nname = "{name}"\nuids = [{uid}]\n{extra}'
+
+
+# -- calls ------------------------------------------------------------------------------------
+
+
+def test_calls_in_place_through_socket_and_shared_memory(shared_daemon: DaemonProcess) -> None:
+    with shared_daemon.client() as client:
+        enc = client.get_service("EncryptionService")
+        assert enc.methods == ("load_key", "encrypt", "decrypt")
+        enc.load_key(KEY)
+        for size in (8, 4096, 8 << 10, 64 << 10, 200 << 10):  # inline, then shared memory
+            data = os.urandom(size)
+            buf = bytearray(data)
+            assert enc.encrypt(buf, size) == size
+            assert bytes(buf) == tdes(KEY, data), size
+            assert enc.decrypt(buf, size) == size
+            assert bytes(buf) == data
+        # a writable memoryview, only part of it encrypted
+        backing = bytearray(os.urandom(32 << 10))
+        view = memoryview(backing)[8:]
+        before = bytes(backing)
+        enc.encrypt(view, 16 << 10)
+        assert backing[:8] == before[:8]
+        assert bytes(backing[8 : 8 + (16 << 10)]) == tdes(KEY, before[8 : 8 + (16 << 10)])
+        assert backing[8 + (16 << 10) :] == before[8 + (16 << 10) :]
+        # a shared buffer: no copy at all, also for a slice of its view
+        shared = client.buffer(64 << 10)
+        data = os.urandom(64 << 10)
+        shared[:] = data
+        enc.encrypt(shared, 64 << 10)
+        assert bytes(shared) == tdes(KEY, data)
+        part = shared.view[1024:2048]
+        part[:] = data[:1024]
+        enc.encrypt(part, 1024)
+        assert bytes(shared.view[1024:2048]) == tdes(KEY, data[:1024])
+
+
+def test_errors_come_back_as_the_same_classes(shared_daemon: DaemonProcess) -> None:
+    with shared_daemon.client() as client:
+        enc = client.get_service("EncryptionService")
+        with pytest.raises(KeyLengthError):
+            enc.load_key(b"short")
+        enc.load_key(KEY)
+        with pytest.raises(BlockSizeError, match="multiple of the 8-byte block"):
+            enc.encrypt(bytearray(7), 7)
+        with pytest.raises(ServiceUnavailableError):
+            client.get_service("NoSuchService")
+        with pytest.raises(FilterSyntaxError):
+            client.get_service("EncryptionService", filter="(((")
+        with pytest.raises(UnknownServiceError):
+            client.statistics(9999)
+        sid = service_id(client)
+        stats = client.statistics(sid)
+        assert isinstance(stats, ServiceStatistics)
+        assert isinstance(stats.total, CallStats)
+        assert stats.per_consumer["root"].calls >= 2
+        assert all(isinstance(s, ServiceSnapshot) for s in client.services())
+        assert all(isinstance(r, RegionSnapshot) for r in client.regions())
+        assert [m.name for m in client.modules()] == ["tdes"]
+
+
+def test_processes_and_threads_with_distinct_keys_while_juggling(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """3 client processes x 3 threads, each with its own key, while the admin juggles the
+    service 20 times: every result equals pycryptodome's."""
+    workers = [
+        start_worker("encrypt", str(shared_daemon.socket), str(seed), "3", "3.0")
+        for seed in range(3)
+    ]
+    with shared_daemon.client() as admin:
+        sid = service_id(admin)
+        assert wait_until(lambda: len(admin.statistics(sid).per_consumer) > 0, 15.0)
+        juggles = 0
+        while juggles < 20 or any(p.poll() is None for p in workers):  # 20, or more meanwhile
+            if juggles % 2 == 0:
+                report = admin.juggle(to_hardware=sid)
+                assert report.tiers[sid] == "hardware"
+            else:
+                admin.juggle(to_software=[sid])
+            juggles += 1
+            time.sleep(0.08)
+        results = []
+        for proc in workers:
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err[-3000:]
+            results.append(json.loads(out.strip().splitlines()[-1]))
+        per_tier = admin.statistics(sid).per_tier
+    threads = [t for r in results for t in r["threads"]]
+    assert len(threads) == 9
+    for t in threads:
+        assert t["errors"] == [] and t["mismatches"] == 0, t
+        assert t["calls"] > 0
+    assert per_tier["hardware"].calls > 0 and per_tier["native"].calls > 0
+
+
+def test_many_threads_share_one_connection(shared_daemon: DaemonProcess) -> None:
+    """Threads take turns reading the one socket (leader and followers): none is left
+    waiting for a reply another thread read, whatever the interleaving. Every round all
+    threads call at once, so most wait while one reads."""
+    rounds, count = 120, 8
+    with shared_daemon.client(call_timeout=10.0) as client:
+        failures: list[str] = []
+        barrier = threading.Barrier(count, timeout=30)
+
+        def run(seed: int) -> None:
+            rng = random.Random(seed)
+            key = bytes(rng.randrange(256) for _ in range(24))
+            enc = client.get_service("EncryptionService")
+            try:
+                enc.load_key(key)
+                for _ in range(rounds):
+                    barrier.wait()
+                    if rng.random() < 0.3:
+                        client.ping()
+                        continue
+                    data = rng.randbytes(8 * rng.randrange(1, 4))
+                    buf = bytearray(data)
+                    enc.encrypt(buf, len(buf))
+                    if bytes(buf) != tdes(key, data):
+                        failures.append("mismatch")
+            except Exception as exc:
+                failures.append(repr(exc))
+                barrier.abort()
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not any(t.is_alive() for t in threads), "a thread hangs"
+        assert failures == []
+
+
+def test_client_killed_mid_call_releases_its_consumers(shared_daemon: DaemonProcess) -> None:
+    holder = start_worker("hold", str(shared_daemon.socket))
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "ready"
+        with shared_daemon.client() as admin:
+            sid = service_id(admin)
+            (snap,) = [s for s in admin.services() if s.service_id == sid]
+            assert snap.consumers == ("root",)
+            time.sleep(0.1)  # it is calling now
+            holder.send_signal(signal.SIGKILL)
+            holder.wait(10)
+            t0 = time.monotonic()
+
+            def released() -> bool:
+                (s,) = [s for s in admin.services() if s.service_id == sid]
+                return s.consumers == ()
+
+            assert wait_until(released, 1.0), "consumers not released within 1 s"
+            assert time.monotonic() - t0 < 1.0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+
+
+# -- identity and isolation ---------------------------------------------------------------------
+
+
+def test_unmapped_uid_is_refused(spawn: Any, shared_daemon: DaemonProcess) -> None:
+    if running_as_root():
+        daemon = spawn(policy(tenant("alice", 0)))
+        mapped = worker_json("probe", str(daemon.socket))
+        assert mapped["identity"]["name"] == "alice"
+        refused = run_as(NOBODY, probe_mode, str(daemon.socket))
+        assert refused["error"] == "AccessDeniedError"
+        assert f"uid {NOBODY}" in refused["message"] and "not mapped" in refused["message"]
+        # without a policy only the daemon's own uid may connect (the socket is 0600, too)
+        alone = run_as(NOBODY, probe_mode, str(shared_daemon.socket))
+        assert alone["error"] == "AccessDeniedError"
+        assert "refused" in daemon.logs()
+        # the admin maps nobody and reloads the policy: now it is let in, as bob
+        assert daemon.policy is not None
+        daemon.policy.write_text(policy(tenant("alice", 0), tenant("bob", NOBODY)))
+        with daemon.client() as admin:
+            summary = admin.reload_policy()
+        assert summary["tenants"] == ["alice", "bob"]
+        accepted = run_as(NOBODY, probe_mode, str(daemon.socket))
+        assert accepted["identity"]["name"] == "bob" and not accepted["identity"]["admin"]
+    else:  # map another uid only: this one is refused, then map it: accepted
+        other = os.getuid() + 1
+        daemon = spawn(policy(tenant("alice", other), admin_uids="[]"))
+        refused = worker_json("probe", str(daemon.socket))
+        assert refused["error"] == "AccessDeniedError"
+        daemon2 = spawn(policy(tenant("alice", os.getuid())))
+        assert worker_json("probe", str(daemon2.socket))["identity"]["name"] == "alice"
+
+
+@pytest.mark.skipif(not running_as_root(), reason="needs a second uid (setuid in a child)")
+def test_tenant_isolation(spawn: Any) -> None:
+    """Tenant bob (another uid, another process) sees none of alice's consumers, statistics,
+    state or signals, may not run admin operations, and is held to its quota."""
+    daemon = spawn(
+        policy(
+            tenant("alice", 0, "priority = 1\n"),
+            tenant("bob", NOBODY, 'model = "aware"\ncalls_per_s = 30\nmax_services = 2\n'),
+        )
+    )
+    with daemon.client() as alice:
+        assert alice.identity["name"] == "alice" and alice.admin
+        alice.install(MODULES / "tdes")
+        sid = service_id(alice)
+        enc = alice.get_service("EncryptionService")
+        enc.load_key(KEY)
+        buf = bytearray(b"alice's secret..")
+        enc.encrypt(buf, 16)
+        bob = run_as(NOBODY, tenant_mode, str(daemon.socket))
+        assert bob["identity"]["name"] == "bob"
+        assert bob["identity"]["admin"] is False and bob["identity"]["tenant"] is True
+        assert bob["service_consumers"] == []  # alice's consumer is not shown
+        assert bob["tenants"] == ["bob"]
+        assert bob["stats_consumers"] == [] and bob["stats_calls"] == 0
+        assert bob["encrypt_without_key"] == "ServiceStateError"  # alice's key is not his
+        assert bob["own_key_ok"] is True
+        assert bob["stats_consumers_after"] == ["bob"] and bob["stats_calls_after"] == 2
+        for op in ("juggle", "set_tier", "install", "reload_policy"):
+            assert bob[op] == "AccessDeniedError", op
+        assert bob["signals_tenant"] == "bob"
+        assert bob["quota_errors"] == ["QuotaExceededError"]
+        assert bob["services_quota"] == [None, "QuotaExceededError"]  # holds 1, may hold 2
+        # alice's state survived bob's key: her calls still use her key
+        data = os.urandom(64)
+        buf = bytearray(data)
+        enc.encrypt(buf, 64)
+        assert bytes(buf) == tdes(KEY, data)
+        stats = alice.statistics(sid)  # the admin sees every consumer
+        assert "alice" in stats.per_consumer
+        names = {t.name for t in alice.tenants()}
+        assert names == {"alice", "bob"}
+
+
+DES_HARDWARE_ONLY = """
+[module]
+name = "deshw"
+version = "1.0.0"
+
+[[services]]
+interfaces = ["crypto.EncryptionService"]
+properties = { algorithm = "des" }
+
+[services.hardware]
+driver = "des_module.DesDriver"
+bitstreams = { prr0 = "bitstreams/des_prr0.bit" }
+"""
+
+
+@pytest.mark.skipif(not running_as_root(), reason="needs a second uid (setuid in a child)")
+def test_aware_tenant_is_preempted_by_a_realtime_tenant_in_another_process(
+    spawn: Any, tmp_path: Any
+) -> None:
+    """low (aware, priority 0) uses the TDES co-module in hardware; rt (real-time, another
+    uid and process) needs the only region for hardware-only DES: low hears PREEMPT, its calls
+    are answered from software meanwhile, and READY comes once the region is back."""
+    deshw = tmp_path / "deshw"
+    shutil.copytree(MODULES / "des", deshw)
+    (deshw / "juggle.toml").write_text(DES_HARDWARE_ONLY)
+    daemon = spawn(
+        policy(
+            tenant("low", 0, 'priority = 0\nmodel = "aware"\n'),
+            tenant("rt", NOBODY, "realtime = true\n"),
+        )
+    )
+    with daemon.client() as low:
+        low.install(MODULES / "tdes")
+        low.install(deshw)
+        channel = low.signals()
+        enc = low.get_service("EncryptionService", filter="(algorithm=tdes)")
+        enc.load_key(KEY)
+        low.juggle(to_hardware=enc.service_id)
+        native_before = low.statistics(enc.service_id).per_tier["native"].calls
+        stop = threading.Event()
+        seen: dict[str, int] = {"calls": 0, "wrong": 0, "failed": 0}
+
+        def calls() -> None:
+            while not stop.is_set():
+                data = os.urandom(64)
+                buf = bytearray(data)
+                try:
+                    enc.encrypt(buf, 64)
+                    seen["wrong"] += bytes(buf) != tdes(KEY, data)
+                except Exception:
+                    seen["failed"] += 1
+                seen["calls"] += 1
+
+        caller = threading.Thread(target=calls)
+        caller.start()
+        try:
+            rt = run_as(NOBODY, realtime_mode, str(daemon.socket))
+            assert rt["identity"]["name"] == "rt" and rt["right"] == 3
+            preempt = channel.wait_for("preempt", timeout=10)
+            assert preempt is not None and preempt.tenant == "low"
+            assert preempt.service_id == enc.service_id
+            ready = channel.wait_for("ready", timeout=10)
+            assert ready is not None and ready.service_id == enc.service_id
+            assert wait_until(lambda: low.statistics(enc.service_id).tier == "hardware", 10.0)
+        finally:
+            stop.set()
+            caller.join(30)
+        assert seen["calls"] > 0 and seen["wrong"] == 0 and seen["failed"] == 0, seen
+        per_tier = low.statistics(enc.service_id).per_tier
+        assert per_tier["native"].calls > native_before  # answered from software meanwhile
+        assert per_tier["hardware"].calls > 0
+
+
+def test_operator_commands(shared_daemon: DaemonProcess) -> None:
+    sock = shared_daemon.socket
+    (service,) = run_remote(sock, "services")
+    assert service["module"] == "tdes" and "tiers" in service
+    assert run_remote(sock, "whoami")["admin"] is True
+    assert run_remote(sock, "regions")[0]["name"] == "prr0"
+    assert run_remote(sock, "stats", service_id=service["service_id"])["service_id"] == 1
+    report = run_remote(sock, "tier", service_id=service["service_id"], tier="software")
+    assert report["tiers"] == {service["service_id"]: "software"}
+    run_remote(sock, "tier", service_id=service["service_id"], tier="native")
+    assert json.dumps(run_remote(sock, "modules"))
+    with pytest.raises(ConfigurationError, match="unknown daemon command"):
+        run_remote(sock, "reboot")
+    with pytest.raises(ConfigurationError, match="needs"):
+        run_remote(sock, "stats")
+
+
+# -- lifecycle ----------------------------------------------------------------------------------
+
+
+def test_daemon_killed_and_restarted_keeps_modules_and_policy(spawn: Any) -> None:
+    daemon = spawn(policy(tenant("alice", os.getuid(), "admin = true\n")))
+    client = daemon.client(retry=True, timeout=15.0)
+    try:
+        channel = client.signals()  # a listener thread reads pushes from now on
+        assert channel.tenant == "alice"
+        client.install(MODULES / "tdes")
+        enc = client.get_service("EncryptionService")
+        enc.load_key(KEY)
+        data = os.urandom(32)
+        buf = bytearray(data)
+        enc.encrypt(buf, 32)
+        assert bytes(buf) == tdes(KEY, data)
+        daemon.kill()  # SIGKILL: no cleanup at all
+        with pytest.raises(DaemonUnavailableError):
+            connect(daemon.socket, timeout=0.5)
+        restarted = DaemonProcess(daemon.base)  # no --policy: the kept one
+        restarted.start(with_policy=False)
+        try:
+            buf = bytearray(data)
+            enc.encrypt(buf, 32)  # reconnects, gets the service again, replays its key
+            assert bytes(buf) == tdes(KEY, data)
+            assert client.name == "alice"
+            (module,) = client.modules()
+            assert module.name == "tdes" and module.state == "active"
+            assert client.signals() is channel  # subscribed again on the new connection
+        finally:
+            restarted.kill()
+        t0 = time.monotonic()
+    finally:
+        client.close()
+    assert time.monotonic() - t0 < 1.0  # the listener saw the end and left
+    assert not [t for t in threading.enumerate() if t.name == "juggle-client"]
+
+
+def test_sigterm_lets_running_calls_finish_and_refuses_new_ones(spawn: Any) -> None:
+    daemon = spawn()
+    with daemon.client() as admin:
+        admin.install(MODULES / "tdes")
+        sid = service_id(admin)
+        admin.set_tier(sid, "software")  # pure Python: a 96 KiB call takes a while
+        slow = admin.get_service("EncryptionService")
+        slow.load_key(KEY)
+        data = os.urandom(96 << 10)
+        buf = bytearray(data)
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                outcome["size"] = slow.encrypt(buf, len(buf))
+            except Exception as exc:
+                outcome["error"] = exc
+
+        caller = threading.Thread(target=run)
+        caller.start()
+        assert wait_until(lambda: admin.statistics(sid).inflight == 1, 5.0)
+        assert daemon.proc is not None
+        daemon.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.1)
+        with pytest.raises(DaemonUnavailableError) as refused:  # shutting down, or gone
+            admin.regions()
+        assert isinstance(refused.value, DaemonShuttingDownError) or not daemon.alive
+        caller.join(30)
+        assert outcome.get("size") == len(data), outcome
+        assert bytes(buf) == tdes(KEY, data)
+    assert daemon.proc.wait(20) == 0
+    assert not daemon.socket.exists()
+    assert "daemon stopped" in daemon.logs()
+    with pytest.raises(DaemonUnavailableError):
+        connect(daemon.socket, timeout=0.5)
+
+
+# -- malformed frames ---------------------------------------------------------------------------
+
+
+def _raw(daemon: DaemonProcess) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(5.0)
+    sock.connect(str(daemon.socket))
+    header = sock.recv(4, socket.MSG_WAITALL)
+    (length,) = struct.unpack(">I", header)
+    sock.recv(length, socket.MSG_WAITALL)  # hello
+    return sock
+
+
+def _closed_by_daemon(sock: socket.socket) -> bool:
+    """Read until the daemon closes the connection (True) or 5 s pass (False)."""
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+    finally:
+        sock.close()
+
+
+def _frame(obj: Any) -> bytes:
+    payload: bytes = msgpack.packb(obj)
+    return struct.pack(">I", len(payload)) + payload
+
+
+MALFORMED: dict[str, Callable[[random.Random], bytes]] = {
+    "random bytes": lambda rng: rng.randbytes(rng.randrange(1, 300)),
+    "huge length": lambda rng: struct.pack(">I", 0xFFFFFFFF) + b"\x80",
+    "zero length": lambda rng: struct.pack(">I", 0),
+    "wrong version": lambda rng: _frame({"v": 2, "id": 1, "op": "ping"}),
+    "no version": lambda rng: _frame({"id": 1, "op": "ping"}),
+    "not a map": lambda rng: _frame([1, 2, 3]),
+    "bad id": lambda rng: _frame({"v": 1, "id": "x", "op": "ping"}),
+    "reserved id": lambda rng: _frame({"v": 1, "id": 0, "op": "ping"}),
+    "no op": lambda rng: _frame({"v": 1, "id": 1}),
+    "not msgpack": lambda rng: struct.pack(">I", 3) + b"\xc1\xc1\xc1",
+    "deep nesting": lambda rng: struct.pack(">I", 100001) + b"\x91" * 100000 + b"\xc0",
+    "unknown ext": lambda rng: _frame({"v": 1, "id": 1, "op": "x", "a": msgpack.ExtType(9, b"")}),
+    "garbage payload": lambda rng: struct.pack(">I", 64) + rng.randbytes(64),
+}
+
+
+def test_malformed_frames_close_only_their_connection(shared_daemon: DaemonProcess) -> None:
+    stop = threading.Event()
+    good: dict[str, Any] = {"calls": 0, "bad": []}
+
+    def well_behaved() -> None:
+        with shared_daemon.client() as client:
+            enc = client.get_service("EncryptionService")
+            enc.load_key(OTHER_KEY)
+            rng = random.Random(5)
+            while not stop.is_set():
+                data = rng.randbytes(8 * rng.randrange(1, 2048))
+                buf = bytearray(data)
+                try:
+                    enc.encrypt(buf, len(buf))
+                    if bytes(buf) != tdes(OTHER_KEY, data):
+                        good["bad"].append("mismatch")
+                except Exception as exc:
+                    good["bad"].append(repr(exc))
+                good["calls"] += 1
+
+    thread = threading.Thread(target=well_behaved)
+    thread.start()
+    rng = random.Random(11)
+    try:
+        for name, make in MALFORMED.items():
+            sock = _raw(shared_daemon)
+            sock.sendall(make(rng))
+            assert _closed_by_daemon(sock), name
+        # a well-formed request for an unknown operation is an error reply, not a close
+        sock = _raw(shared_daemon)
+        sock.sendall(
+            _frame({"v": 1, "id": 5, "op": "no-such-op"}) + _frame({"v": 1, "id": 6, "op": "ping"})
+        )
+        replies = [_read_reply(sock), _read_reply(sock)]
+        sock.close()
+        assert replies[0]["err"][0] == "ProtocolError" and replies[1]["ok"] == "pong"
+        # then fuzz: random frames, truncated frames, garbage, for a few seconds
+        deadline = time.monotonic() + 3.0
+        fuzzed = 0
+        while time.monotonic() < deadline:
+            sock = _raw(shared_daemon)
+            kind = rng.randrange(4)
+            if kind == 0:
+                sock.sendall(rng.randbytes(rng.randrange(1, 2000)))
+            elif kind == 1:
+                body = rng.randbytes(rng.randrange(1, 200))
+                sock.sendall(struct.pack(">I", len(body)) + body)
+            elif kind == 2:
+                sock.sendall(struct.pack(">I", rng.randrange(1 << 24, 1 << 32)))
+            else:
+                sock.sendall(struct.pack(">I", 1000) + rng.randbytes(10))
+            sock.shutdown(socket.SHUT_WR)  # a frame cut short ends with the stream
+            assert _closed_by_daemon(sock)
+            fuzzed += 1
+    finally:
+        stop.set()
+        thread.join(30)
+    assert shared_daemon.alive, shared_daemon.logs()
+    assert good["bad"] == [] and good["calls"] > 0
+    assert fuzzed > 10
+    with shared_daemon.client() as client:
+        assert client.ping() < 5.0
+
+
+def _read_reply(sock: socket.socket) -> dict[str, Any]:
+    header = sock.recv(4, socket.MSG_WAITALL)
+    (length,) = struct.unpack(">I", header)
+    reply: dict[str, Any] = msgpack.unpackb(sock.recv(length, socket.MSG_WAITALL))
+    return reply

@@ -1,0 +1,249 @@
+"""The daemon's protocol and policy, in process: frames, errors, snapshots, identities."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from daemon_support import MODULES
+
+import juggle
+from juggle.daemon.errors import (
+    AccessDeniedError,
+    DaemonUnavailableError,
+    PolicyError,
+    ProtocolError,
+    RemoteError,
+)
+from juggle.daemon.policy import AccessPolicy, PeerCredentials
+from juggle.daemon.protocol import (
+    FrameDecoder,
+    InOut,
+    ShmRef,
+    error_from_wire,
+    error_to_wire,
+    frame,
+    from_wire,
+    pack,
+    parse_request,
+    to_wire,
+    unpack,
+)
+from juggle.errors import (
+    BlockSizeError,
+    JuggleError,
+    UnknownServiceError,
+    WaitSignal,
+)
+from juggle.runtime.framework import (
+    JuggleReport,
+    RegionSnapshot,
+    ServiceSnapshot,
+    ServiceStatistics,
+)
+from juggle.runtime.modules import ModuleSnapshot
+from juggle.runtime.tenants import TenantSignal, TenantSnapshot
+
+# -- frames -----------------------------------------------------------------------------------
+
+
+def test_frames_round_trip_with_buffers() -> None:
+    message = {"v": 1, "id": 3, "op": "call", "args": [InOut(b"abc"), ShmRef(2, 16, 64), b"k"]}
+    data = frame(pack(message))
+    assert struct.unpack(">I", data[:4])[0] == len(data) - 4
+    decoder = FrameDecoder()
+    assert decoder.feed(data[:5]) == []  # split anywhere: nothing until complete
+    (payload,) = decoder.feed(data[5:])
+    assert parse_request(payload) == message
+
+
+def test_frame_decoder_refuses_oversized_and_empty_frames() -> None:
+    with pytest.raises(ProtocolError, match="outside"):
+        FrameDecoder(max_frame=100).feed(struct.pack(">I", 101))
+    with pytest.raises(ProtocolError, match="outside"):
+        FrameDecoder().feed(struct.pack(">I", 0))
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        msgpack.packb({"v": 2, "id": 1, "op": "ping"}),
+        msgpack.packb({"id": 1, "op": "ping"}),
+        msgpack.packb([1, 2]),
+        msgpack.packb({"v": 1, "id": -1, "op": "ping"}),
+        msgpack.packb({"v": 1, "id": True, "op": "ping"}),
+        msgpack.packb({"v": 1, "id": 0, "op": "ping"}),
+        msgpack.packb({"v": 1, "id": 1}),
+        msgpack.packb({"v": 1, "id": 1, "op": "x", 5: 1}),  # a key that is no string
+        msgpack.packb({"v": 1, "id": 1, "op": "x", "a": msgpack.ExtType(2, b"\x01")}),
+        msgpack.packb({"v": 1, "id": 1, "op": "x", "a": msgpack.ExtType(7, b"")}),
+        b"\xc1",
+        b"\x91" * 5000 + b"\xc0",
+    ],
+)
+def test_malformed_requests_are_protocol_errors(payload: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        parse_request(payload)
+
+
+def test_values_that_cannot_travel_are_refused_or_stringified() -> None:
+    with pytest.raises(TypeError):
+        pack({"v": 1, "x": object()})
+    assert unpack(pack({"v": 1, "id": 0, "x": object()}, lenient=True))["x"].startswith("<object")
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+def test_errors_keep_their_class_message_and_subject() -> None:
+    again = error_from_wire(error_to_wire(BlockSizeError("size 7 is no multiple of 8", 7)))
+    assert type(again) is BlockSizeError and str(again) == "size 7 is no multiple of 8"
+    assert again.subject == 7
+    wait = error_from_wire(error_to_wire(WaitSignal("wait", ("bob", "tdes"), service_id=4)))
+    assert type(wait) is WaitSignal and wait.service_id == 4 and wait.subject == ("bob", "tdes")
+    missing = error_from_wire(error_to_wire(UnknownServiceError("no service 9", 9)))
+    assert isinstance(missing, KeyError) and str(missing) == "no service 9"
+    denied = error_from_wire(error_to_wire(AccessDeniedError("no", 65534)))
+    assert type(denied) is AccessDeniedError and isinstance(denied, PermissionError)
+
+
+def test_unknown_and_foreign_errors_become_remote_errors() -> None:
+    foreign = error_from_wire(error_to_wire(ZeroDivisionError("division by zero")))
+    assert type(foreign) is RemoteError and foreign.remote_type == "ZeroDivisionError"
+    unknown = error_from_wire(["NoSuchError", "boom", None, {}])
+    assert type(unknown) is RemoteError and unknown.remote_type == "NoSuchError"
+    assert type(error_from_wire(["Any", "not an exception", None, {}])) is RemoteError
+    assert type(error_from_wire("garbage")) is ProtocolError
+    assert issubclass(DaemonUnavailableError, ConnectionError)
+
+
+# -- snapshots --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def framework() -> Any:
+    fw = juggle.Framework("xupv2p")
+    fw.add_tenant("alice", priority=1, model="aware")
+    module = fw.install(MODULES / "tdes")
+    module.start()
+    yield fw, module
+    fw.close()
+
+
+def test_snapshots_round_trip(framework: Any) -> None:
+    fw, module = framework
+    (service,) = fw.services()
+    sid = service.service_id
+    proxy = fw.get_service("EncryptionService", consumer="alice")
+    proxy.load_key(bytes(range(24)))
+    proxy.encrypt(bytearray(16), 16)
+    report = fw.juggle(to_hardware=sid)
+    cases: list[tuple[type, Any]] = [
+        (ServiceSnapshot, fw.services()[0]),
+        (RegionSnapshot, fw.regions()[0]),
+        (ServiceStatistics, fw.statistics(sid)),
+        (JuggleReport, report),
+        (TenantSnapshot, fw.tenants()[0]),
+        (ModuleSnapshot, module.snapshot()),
+        (TenantSignal, TenantSignal("alice", "tdes", sid, "ready", 1.5, 3)),
+    ]
+    for cls, value in cases:
+        travelled = unpack(pack({"v": 1, "id": 0, "x": to_wire(value)}), trusted=True)["x"]
+        assert from_wire(cls, travelled) == value, cls
+    fw.unget_service(proxy)
+
+
+def test_snapshots_that_do_not_fit_are_protocol_errors() -> None:
+    with pytest.raises(ProtocolError):
+        from_wire(RegionSnapshot, {"name": 3})
+    with pytest.raises(ProtocolError):
+        from_wire(ModuleSnapshot, [1, 2])
+
+
+# -- policy -----------------------------------------------------------------------------------
+
+POLICY = """
+version = 1
+admin_group = 10
+socket_mode = "0660"
+
+[[tenants]]
+name = "alice"
+uids = [1000]
+priority = 2
+services = "(algorithm=tdes)"
+calls_per_s = 100
+
+[[tenants]]
+name = "rt"
+groups = [20]
+realtime = true
+model = "aware"
+"""
+
+
+def test_policy_maps_uids_then_groups() -> None:
+    policy = AccessPolicy.parse(POLICY, daemon_uid=0)
+    assert policy.socket_mode == 0o660
+    alice = policy.identify(PeerCredentials(1, 1000, 1000, (20,)))  # uid beats group
+    assert alice is not None and alice.name == "alice" and alice.tenant and not alice.admin
+    assert alice.services == "(algorithm=tdes)" and alice.calls_per_s == 100
+    rt = policy.identify(PeerCredentials(1, 2000, 20))
+    assert rt is not None and rt.name == "rt"
+    admin = policy.identify(PeerCredentials(1, 3000, 3000, (10,)))  # admin group, no tenant
+    assert admin is not None and admin.admin and not admin.tenant
+    assert admin.name.startswith("admin:")
+    assert policy.identify(PeerCredentials(1, 4000, 4000)) is None
+    assert policy.identify(PeerCredentials(1, 0, 0)) is None  # the daemon's uid too
+
+
+def test_without_policy_only_the_daemons_uid_connects() -> None:
+    policy = AccessPolicy(None, daemon_uid=1234)
+    me = policy.identify(PeerCredentials(1, 1234, 1234))
+    assert me is not None and me.admin
+    assert policy.identify(PeerCredentials(1, 1235, 1234)) is None
+    assert policy.socket_mode == 0o600
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("version = 2", "version"),
+        ("[[tenants]]\nname = 'a'\nuids = [1]\npriority = 3", "priority"),
+        ("[[tenants]]\nname = 'a'\nuids = [1]\nrealtime = true\npriority = 1", "realtime"),
+        ("[[tenants]]\nname = 'a b'\nuids = [1]", "name"),
+        ("[[tenants]]\nname = 'a'", "no uids"),
+        ("[[tenants]]\nname = 'a'\nuids = [1]\nservices = '(('", "services"),
+        ("[[tenants]]\nname = 'a'\nuids = [1]\nmodel = 'x'", "model"),
+        ("[[tenants]]\nname = 'a'\nuids = ['no-such-user-xyz']", "no user"),
+        ("[[tenants]]\nname = 'a'\nuids = [1]\n[[tenants]]\nname = 'a'\nuids = [2]", "twice"),
+        ("surprise = 1", "surprise"),
+        ("not toml [", "not TOML"),
+    ],
+)
+def test_bad_policies_are_refused(text: str, problem: str) -> None:
+    with pytest.raises(PolicyError, match=problem):
+        AccessPolicy.parse(text)
+
+
+def test_policy_file_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="cannot read"):
+        AccessPolicy.load(tmp_path / "missing.toml")
+    assert issubclass(PolicyError, JuggleError)
+
+
+def test_daemon_bench_quick_reports_its_figures() -> None:
+    from juggle.daemon.bench import daemon_bench
+
+    figures = daemon_bench(quick=True)
+    assert set(figures) == {
+        "daemon_call_us_p50",
+        "daemon_ping_us_p50",
+        "daemon_transparency_64k",
+        "daemon_transparency_64k_socket",
+    }
+    assert all(value > 0 for value in figures.values())
+    assert figures["daemon_call_us_p50"] >= figures["daemon_ping_us_p50"] * 0.5

@@ -672,3 +672,29 @@ def test_a_profile_with_devices_indexes_them_for_every_tenant() -> None:
                 ("disconnected", None, None)
             }
         assert [(t.priority, t.realtime) for t in zed.tenants()] == [(3, True), (2, False)]
+
+
+def test_a_tenant_giving_the_service_back_frees_its_region_and_forgets_its_state(
+    fw: juggle.Framework, library: dict[str, Any], gate: Any
+) -> None:
+    """(issue 11: a client that dies releases what it held) Given back while idle, the region
+    goes at once; given back during a call, when the call ends; the state goes with it."""
+    fw.add_tenant("low", priority=0)
+    fw.add_tenant("high", priority=0)
+    start(fw, library, "tdeshw")
+    low = service(fw, "tdes", "low")
+    low.load_key(K_LOW)
+    assert encrypt(low) == tdes(K_LOW)
+    assert device(fw, "low", "tdes").state == "connected"
+    running = hold_in_the_middle(gate, lambda: encrypt(low))
+    fw.unget_service(low)  # during the call: it ends first
+    assert device(fw, "low", "tdes").state == "connected"
+    gate.release.set()
+    assert running.join() == tdes(K_LOW)
+    assert device(fw, "low", "tdes").state == "disconnected"
+    high = service(fw, "tdes", "high")  # equal priority: it gets the region only if it is free
+    high.load_key(K_HIGH)
+    assert encrypt(high) == tdes(K_HIGH) and device(fw, "high", "tdes").state == "connected"
+    again = service(fw, "tdes", "low")
+    with pytest.raises(juggle.errors.KeyNotLoadedError):  # a fresh device: no key of before
+        Call(lambda: encrypt(again)).join()

@@ -422,6 +422,9 @@ class ManagedService:
             binding.switch(make_gone(binding, self.service_id), "gone", carry=False)
             if self.per_consumer:
                 self.devices.pop(consumer, None)
+        tenancy = self.framework._tenancy
+        if tenancy.arbitrates(self.service_id):  # a tenant's virtual device and region go too
+            tenancy.release_consumer(self, consumer)
 
     def __repr__(self) -> str:
         where = f" in {self.region}" if self.region else ""

@@ -466,8 +466,37 @@ class TenantArbiter:
                     self._execute(self._alloc.finish(seat.tenant, seat.device, self._now()))
                 except AllocatorError as exc:  # pragma: no cover - an invariant broke
                     log.error("finish(%s, %s) refused: %s", seat.tenant, seat.device, exc)
+                if seat.gone:  # given back during the call
+                    self._let_seat_go(seat.tenant, seat.device)
             self._bump()
         self._flush()
+
+    def release_consumer(self, managed: ManagedService, consumer: str) -> None:
+        """Tenant ``consumer`` gave its proxy of arbitrated ``managed`` back (or its client
+        died): its virtual device leaves its region or the wait list and its seat (driver,
+        saved context, state) is forgotten; a call running now does that when it ends."""
+        with self._cond:
+            self._devices.pop((consumer, managed.service_id), None)
+            svc = self._services.get(managed.service_id)
+            if svc is None or consumer not in self._tenants:
+                return
+            seat = self._seats.get((consumer, svc.device))
+            if seat is not None and seat.running:
+                seat.gone = True
+                return
+            self._let_seat_go(consumer, svc.device)
+        self._flush()
+
+    def _let_seat_go(self, tenant: str, device: str) -> None:
+        """Under the lock: release ``tenant``'s device in the allocator, forget its seat."""
+        self._seats.pop((tenant, device), None)
+        if self._closed or self._alloc.device_state(tenant, device) is _DISCONNECTED:
+            return
+        try:
+            self._execute(self._alloc.release(tenant, device, self._now()))
+        except DeviceStateError as exc:  # pragma: no cover - released between two calls
+            log.warning("tenancy: release of %s/%s refused: %s", tenant, device, exc)
+        self._bump()
 
     def _give_up(self, seat: Seat) -> None:
         """A native wait timed out: withdraw its request if it is still queued."""

@@ -240,6 +240,7 @@ class Seat:
         self.calls = 0
         self.waits = 0
         self.preemptions = 0
+        self.gone = False  # the tenant gave the service back: release when the call ends
 
 
 class VirtualDevice:

@@ -236,9 +236,14 @@ def dashboard(
     from juggle.dashboard.app import serve
 
     def ready(url: str) -> None:
+        base = url.split("#", 1)[0]
         if json_out:
-            emit_json({"url": url, "metrics": f"{url}metrics", "api": f"{url}api/services"})
+            emit_json({"url": url, "metrics": f"{base}metrics", "api": f"{base}api/services"})
             sys.stdout.flush()
+        else:
+            Console(stderr=True).print(
+                f"dashboard: {url} (the #token part lets the page change state)"
+            )
 
     serve(host=host, port=port, modules=module or [], on_ready=ready)
 

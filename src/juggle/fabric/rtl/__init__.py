@@ -10,6 +10,7 @@ inside this package.
 from juggle.fabric.rtl.backend import DEFAULT_ACCESS_TIMEOUT, RtlBackend
 from juggle.fabric.rtl.catalog import BUILTIN_RTL, HDL_ROOT, RtlCatalog, RtlDesign
 from juggle.fabric.rtl.engine import VerilatorEngine, default_cache_dir, stderr_progress
+from juggle.fabric.rtl.icarus import IcarusEngine
 from juggle.fabric.rtl.process import SimProcess
 from juggle.fabric.rtl.synth import ResourceReport, family_for_part, synthesize
 from juggle.fabric.rtl.window import RtlWindow
@@ -18,6 +19,7 @@ __all__ = [
     "BUILTIN_RTL",
     "DEFAULT_ACCESS_TIMEOUT",
     "HDL_ROOT",
+    "IcarusEngine",
     "ResourceReport",
     "RtlBackend",
     "RtlCatalog",

@@ -25,6 +25,7 @@ from juggle.fabric.mmio import MMIO
 from juggle.fabric.profiles import BoardProfile, RegionProfile
 from juggle.fabric.rtl.catalog import RtlCatalog, RtlDesign
 from juggle.fabric.rtl.engine import Progress, VerilatorEngine, stderr_progress
+from juggle.fabric.rtl.icarus import IcarusEngine
 from juggle.fabric.rtl.process import SimProcess
 from juggle.fabric.rtl.window import RtlWindow
 from juggle.fabric.sim.backend import SimBackend
@@ -59,7 +60,7 @@ class RtlBackend(SimBackend):
         models: ModelCatalog,
         *,
         rtl: RtlCatalog | None = None,
-        engine: VerilatorEngine | None = None,
+        engine: VerilatorEngine | IcarusEngine | None = None,
         cache_dir: str | Path | None = None,
         progress: Progress | None = stderr_progress,
         access_timeout: float = DEFAULT_ACCESS_TIMEOUT,

@@ -17,6 +17,7 @@ from rich.console import Console
 from juggle.clierror import fail
 from juggle.errors import JuggleError
 from juggle.profile import register as register_profile
+from juggle.scaffold import module_bitstream, module_new
 
 app = typer.Typer(
     name="juggle",
@@ -29,11 +30,14 @@ simulate_app = typer.Typer(
     help="Virtual-time experiments of the seed papers.", no_args_is_help=True
 )
 module_app = typer.Typer(
-    help="Modules: validate, build, lock, keygen, sign, schema.", no_args_is_help=True
+    help="Modules: new, validate, build, bitstream, lock, keygen, sign, schema.",
+    no_args_is_help=True,
 )
 app.add_typer(simulate_app, name="simulate")
 app.add_typer(module_app, name="module")
 register_profile(app)
+module_app.command("new")(module_new)
+module_app.command("bitstream")(module_bitstream)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 

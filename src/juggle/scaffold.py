@@ -1,0 +1,779 @@
+"""``juggle module new`` and ``juggle module bitstream``: a working co-module in one command.
+
+:func:`new_module` writes a complete co-module for a new interface ``pkg.Service`` into
+``target_dir/NAME``: the interface (a state-setting ``set_mask`` and one data method), a
+software implementation, a driver over the register window, a register model for the simulated
+fabric, the descriptor and a bitstream for one region of a board profile. The generated service
+XORs data with a 32-bit mask (mask 0 echoes it), so every tier computes something checkable;
+the module validates, installs and juggles as generated, and ``docs/writing-a-module.md`` walks
+through replacing the placeholder with a real service.
+
+:func:`write_module_bitstream` writes a bitstream for a design into a region of a board profile,
+with the board's part and the region's typical size (or ``size``), checked against the region's
+``max_bitstream_bytes``. The two typer commands :func:`module_new` and :func:`module_bitstream`
+wrap them (``--json`` prints exactly one JSON document, errors included).
+
+Generated files are written into a hidden sibling folder first and renamed into place, so a
+failure leaves no half module behind.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import os
+import re
+import shutil
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from juggle.clierror import fail
+from juggle.errors import (
+    BitstreamError,
+    BitstreamTooLargeError,
+    ConfigurationError,
+    JuggleError,
+    ModuleError,
+    ResourceError,
+)
+from juggle.fabric.bitstream import build_bitstream, normalize_part
+from juggle.fabric.resources import Resources
+
+if TYPE_CHECKING:
+    from juggle.fabric.profiles import BoardProfile, RegionProfile
+
+__all__ = [
+    "TEMPLATE_RESOURCES",
+    "ModuleScaffold",
+    "module_bitstream",
+    "module_new",
+    "new_module",
+    "scaffold_module",
+    "write_module_bitstream",
+]
+
+#: what the generated core declares (a modeled estimate: a 32-bit mask, input and output
+#: register, an XOR per bit and the bus glue)
+TEMPLATE_RESOURCES = Resources(slices=48, flipflops=104, mult18=0, ram16=0)
+
+_MODULE_NAME = re.compile(r"^[a-z0-9][a-z0-9_\-]*$")  # ModuleInfo.name of the descriptor
+_FALLBACK_METHOD = "process"
+_RESERVED_METHODS = frozenset({"set_mask", "juggle_save_state", "juggle_restore_state"})
+
+
+# -- bitstreams ---------------------------------------------------------------------------------
+
+
+def _profile(fabric: str | Path) -> BoardProfile:
+    from juggle.fabric.profiles import load_profile
+
+    return load_profile(fabric)
+
+
+def _size_for(region: RegionProfile, size: int | None, source: str) -> int:
+    """``size``, or the region's typical bitstream size; refused over its maximum."""
+    if size is None:
+        size = region.bitstream_bytes or region.max_bitstream_bytes
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise BitstreamError(f'"size" must be a positive int of bytes, got {size!r}', size)
+    if size > region.max_bitstream_bytes:
+        raise BitstreamTooLargeError(
+            f"bitstream {source!r} would be {size:,} bytes, region {region.name!r} takes at "
+            f"most {region.max_bitstream_bytes:,} (max_bitstream_bytes)",
+            size,
+        )
+    return size
+
+
+def _write_bitstream(
+    path: Path, design: str, board: BoardProfile, region: str, size: int | None
+) -> tuple[Path, int]:
+    target = board.region(region)  # UnknownRegionError naming the board's regions
+    nbytes = _size_for(target, size, str(path))
+    data = build_bitstream(design, normalize_part(board.board.part), region, nbytes)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        raise BitstreamError(f"cannot write bitstream {str(path)!r}: {exc}", str(path)) from exc
+    return path, nbytes
+
+
+def write_module_bitstream(
+    path: str | Path,
+    design: str,
+    *,
+    fabric: str | Path,
+    region: str,
+    size: int | None = None,
+) -> Path:
+    """Write a bitstream for ``design`` into ``region`` of board profile ``fabric`` (a name or
+    a profile path) to ``path`` (parents created); returns the path.
+
+    The header carries the board's part and ``Region=region``; the file is ``size`` bytes, by
+    default the region's typical partial bitstream (``bitstream_bytes``, else its maximum).
+    Raises :class:`~juggle.errors.ProfileError` for an unknown board,
+    :class:`~juggle.errors.UnknownRegionError` naming the board's regions,
+    :class:`~juggle.errors.BitstreamTooLargeError` for a size over the region's
+    ``max_bitstream_bytes``, :class:`~juggle.errors.BitstreamFormatError` for a design name
+    outside ``[A-Za-z0-9_.-]`` or a size too small for the header, and
+    :class:`~juggle.errors.BitstreamError` when the file cannot be written.
+    """
+    written, _ = _write_bitstream(Path(path), design, _profile(fabric), region, size)
+    return written
+
+
+# -- names ----------------------------------------------------------------------------------------
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not _MODULE_NAME.fullmatch(name):
+        raise ConfigurationError(
+            f"module name {name!r} must be lower-case letters, digits, '_' and '-', starting "
+            "with a letter or digit (e.g. demo_svc)",
+            name,
+        )
+    from juggle.fabric.sim.catalog import BUILTIN_MODELS
+
+    if name in BUILTIN_MODELS:
+        raise ConfigurationError(
+            f"module name {name!r} is the design of a built-in core (built in: "
+            f"{', '.join(sorted(BUILTIN_MODELS))}); the design is named after the module, "
+            "choose another name",
+            name,
+        )
+    return name
+
+
+def _check_interface(interface: object) -> tuple[list[str], str]:
+    """(package parts, class name) of ``pkg.Service``."""
+    parts = interface.split(".") if isinstance(interface, str) else []
+    if len(parts) < 2 or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        raise ConfigurationError(
+            f"interface {interface!r} must be a dotted name package.Class (e.g. "
+            "demo.EchoService): the class is written to the module's package.py",
+            interface,
+        )
+    from juggle.runtime.interfaces import BUILTIN_INTERFACES
+
+    if interface in BUILTIN_INTERFACES:
+        raise ConfigurationError(
+            f"interface {interface!r} is one of juggle's reference interfaces; the scaffold "
+            "writes a new interface (see examples/modules for modules implementing the "
+            "reference ones)",
+            interface,
+        )
+    return parts[:-1], parts[-1]
+
+
+def _snake(text: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", text).lower()
+
+
+def _base_name(cls: str) -> str:
+    """``EchoService`` → ``Echo`` (the stem of the generated class names)."""
+    stem = cls.removesuffix("Service")
+    return stem if stem and stem[0].isalpha() else cls
+
+
+def _method_name(cls: str) -> str:
+    """``EchoService`` → ``echo``; ``process`` where that is no usable method name."""
+    method = _snake(_base_name(cls)).strip("_")
+    if (
+        not method.isidentifier()
+        or keyword.iskeyword(method)
+        or method in _RESERVED_METHODS
+        or method == cls
+    ):
+        return _FALLBACK_METHOD
+    return method
+
+
+def _core_id(design: str) -> int:
+    """The core's ID register: the design's first four characters in ASCII, upper case."""
+    return int.from_bytes(design[:4].upper().ljust(4, "_").encode("ascii"), "big")
+
+
+# -- templates ------------------------------------------------------------------------------------
+
+_INTERFACE = Template('''\
+"""The interface of a co-module generated by ``juggle module new``.
+
+$module_doc
+"""
+
+from __future__ import annotations
+
+from juggle.runtime.interfaces import state_setting
+
+__all__ = ["$cls"]
+
+
+class $cls:
+    """A template service: XOR data with a 32-bit mask (mask 0 echoes the data)."""
+
+    @state_setting
+    def set_mask(self, mask: int) -> None:
+        """Set the mask applied from now on: an int in ``0..0xFFFFFFFF``.
+
+        State-setting: the service keeps the mask between calls, so its proxy records the last
+        call and replays it onto the next implementation whenever the service changes tiers.
+        """
+        raise NotImplementedError
+
+    def $method(self, data: bytes) -> bytes:
+        """``data`` with its bytes XORed with the mask's four bytes in turn, least significant
+        first (mask 0 returns ``data`` unchanged). ``data`` is bytes-like; raises
+        :class:`~juggle.errors.ServiceArgumentError` otherwise."""
+        raise NotImplementedError
+''')
+
+_CODE = Template('''\
+"""The code of a co-module generated by ``juggle module new``.
+
+$code_doc
+
+Register map of the core (byte offsets, 32-bit registers):
+
+=====  ========  ====  ====================================================================
+0x00   MASK      R/W   the mask (``set_mask``)
+0x04   STATUS    R     bit 0 BUSY: a word is in the datapath
+0x08   DATA_IN   W     one word of data (four bytes, little-endian); starts the core
+0x0C   DATA_OUT  R     the last word XOR MASK, once STATUS.BUSY is clear
+0x38   LATENCY   R     core cycles per word
+0x3C   ID        R     ``CORE_ID`` ("$core_id_text")
+=====  ========  ====  ====================================================================
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import ClassVar
+
+from juggle.errors import CoreTimeoutError, ServiceArgumentError
+from juggle.fabric.mmio import MMIO
+from juggle.fabric.sim.model import RegisterModel
+
+from $relative import $cls
+
+__all__ = [
+    "$cls",
+    "$core",
+    "$driver",
+    "$soft",
+]
+
+MASK = 0x00
+STATUS = 0x04
+DATA_IN = 0x08
+DATA_OUT = 0x0C
+LATENCY = 0x38
+ID = 0x3C
+STATUS_BUSY = 0x1
+CORE_ID = $core_id
+WINDOW_SIZE = 0x40
+MAX_POLLS = 100_000
+
+
+def _mask(mask: object) -> int:
+    if isinstance(mask, bool) or not isinstance(mask, int) or not 0 <= mask <= 0xFFFFFFFF:
+        raise ServiceArgumentError(f'"mask" must be an int in 0..0xFFFFFFFF, got {mask!r}', mask)
+    return mask
+
+
+def _data(data: object) -> bytes:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ServiceArgumentError(
+            f'"data" must be bytes-like, got {type(data).__name__}', type(data).__name__
+        )
+    return bytes(data)
+
+
+# -- software tier ------------------------------------------------------------------------------
+
+
+class $soft($cls):
+    """The service in Python: the software tier."""
+
+    def __init__(self) -> None:
+        self._mask = 0
+
+    def set_mask(self, mask: int) -> None:
+        """Set the mask."""
+        self._mask = _mask(mask)
+
+    def $method(self, data: bytes) -> bytes:
+        """``data`` XOR the mask, byte by byte."""
+        key = self._mask.to_bytes(4, "little")
+        return bytes(b ^ key[i % 4] for i, b in enumerate(_data(data)))
+
+
+# -- the core's model on the simulated fabric ----------------------------------------------------
+
+
+class $core(RegisterModel):
+    """The core on the simulated fabric: one word per ``latency`` core cycles.
+
+    ``resources`` is a modeled estimate (32-bit mask, input and output registers, 32 XORs and
+    the bus glue); replace it with your synthesis figures, here and in juggle.toml.
+    """
+
+    design: ClassVar[str] = "$design"
+    window_size: ClassVar[int] = WINDOW_SIZE
+    result_offsets: ClassVar[tuple[int, ...]] = (DATA_OUT,)
+    #: core cycles per word
+    latency: ClassVar[int] = 1
+    resources: ClassVar[dict[str, int]] = $resources
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Power-on state: mask 0, idle; happens on every (re)programming."""
+        self._mask = 0
+        self._out = 0
+        self._pending = 0
+        self._ready_at = 0
+        #: words computed since power-on (statistics only)
+        self.operations = 0
+
+    def _busy(self, now: int) -> bool:
+        if now < self._ready_at:
+            return True
+        self._out = self._pending
+        return False
+
+    def read(self, offset: int, now: int) -> int:
+        """Register value at cycle ``now`` (see the register map)."""
+        busy = self._busy(now)
+        if offset == MASK:
+            return self._mask
+        if offset == STATUS:
+            return STATUS_BUSY if busy else 0
+        if offset == DATA_OUT:
+            return self._out
+        if offset == LATENCY:
+            return self.latency
+        if offset == ID:
+            return CORE_ID
+        return 0
+
+    def write(self, offset: int, value: int, now: int) -> None:
+        """Write a register at cycle ``now``; DATA_IN starts the core."""
+        value &= 0xFFFFFFFF
+        if offset == MASK:
+            self._mask = value
+        elif offset == DATA_IN and not self._busy(now):
+            self._pending = value ^ self._mask
+            self._ready_at = now + self.latency
+            self.operations += 1
+
+
+# -- hardware tier: the driver ------------------------------------------------------------------
+
+
+class $driver($cls):
+    """The service on the core, through the core's register window (``mmio``)."""
+
+    def __init__(self, mmio: MMIO, *, max_polls: int = MAX_POLLS) -> None:
+        self._mmio = mmio
+        self._max_polls = max_polls
+        self._lock = threading.Lock()  # one caller's register sequence at a time
+
+    def set_mask(self, mask: int) -> None:
+        """Load the mask into the core's MASK register."""
+        value = _mask(mask)
+        with self._lock:
+            self._mmio.write32(MASK, value)
+
+    def $method(self, data: bytes) -> bytes:
+        """Each word through the core: write DATA_IN, wait until not BUSY, read DATA_OUT."""
+        raw = _data(data)
+        padded = raw + bytes(-len(raw) % 4)
+        out = bytearray()
+        read, write = self._mmio.read32, self._mmio.write32
+        with self._lock:
+            for i in range(0, len(padded), 4):
+                write(DATA_IN, int.from_bytes(padded[i : i + 4], "little"))
+                polls = 0
+                while read(STATUS) & STATUS_BUSY:
+                    polls += 1
+                    if polls >= self._max_polls:
+                        raise CoreTimeoutError(
+                            f"{type(self).__name__}: core still BUSY after {polls} status reads",
+                            self._mmio,
+                        )
+                out += read(DATA_OUT).to_bytes(4, "little")
+        return bytes(out[: len(raw)])
+''')
+
+_DESCRIPTOR = Template("""\
+# The $name co-module, generated by `juggle module new` for board $board, region $region.
+# Schema: `juggle module schema`. Check: `juggle module validate <this folder> --fabric $board`.
+[module]
+name = $name_s
+version = "0.1.0"
+description = $description_s
+
+[[services]]
+interfaces = [$interface_s]
+ranking = 0
+per_consumer = false
+properties = { version = "0.1.0" }
+
+[services.software]
+class = "$code.$soft"
+
+[services.hardware]
+driver = "$code.$driver"
+model = "$code.$core"
+# region name -> bitstream file (`juggle module bitstream` writes one for another region)
+bitstreams = { $region_s = $bitstream_s }
+
+# a modeled estimate, not synthesized: replace with your core's figures
+[services.hardware.resources]
+slices = $slices
+flipflops = $flipflops
+mult18 = $mult18
+ram16 = $ram16
+""")
+
+
+# -- the scaffold ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModuleScaffold:
+    """What :func:`scaffold_module` wrote: the module folder, its files (relative POSIX paths)
+    and the bitstream's target."""
+
+    path: Path
+    name: str
+    interface: str
+    fabric: str
+    part: str
+    region: str
+    design: str
+    bitstream: str
+    bitstream_bytes: int
+    classes: dict[str, str] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The scaffold as a JSON-able dict (what ``juggle module new --json`` prints)."""
+        return {
+            "path": str(self.path),
+            "name": self.name,
+            "interface": self.interface,
+            "fabric": self.fabric,
+            "part": self.part,
+            "region": self.region,
+            "design": self.design,
+            "bitstream": {"path": self.bitstream, "bytes": self.bitstream_bytes},
+            "classes": dict(self.classes),
+            "files": list(self.files),
+            "next": [
+                f"juggle module validate {self.path} --fabric {self.fabric}",
+                f"juggle module validate {self.path} --fabric {self.fabric} --import",
+            ],
+        }
+
+
+def _pick_region(board: BoardProfile, region: str | None) -> RegionProfile:
+    """``region`` of ``board`` (checked to fit the template core), or the first that fits."""
+    if region is not None:
+        chosen = board.region(region)
+        if not TEMPLATE_RESOURCES.fits_in(chosen.resources):
+            raise ResourceError(
+                f"the generated core does not fit region {region!r} of board {board.name!r}: "
+                f"{TEMPLATE_RESOURCES.describe_shortfall(chosen.resources)}",
+                region,
+            )
+        return chosen
+    for candidate in board.regions:
+        if TEMPLATE_RESOURCES.fits_in(candidate.resources):
+            return candidate
+    raise ResourceError(
+        f"no region of board {board.name!r} fits the generated core ({TEMPLATE_RESOURCES})",
+        board.name,
+    )
+
+
+def _wrap(text: str) -> str:
+    """``text`` as lines of at most 96 characters (a generated docstring's paragraph)."""
+    return textwrap.fill(text, width=96, break_long_words=False, break_on_hyphens=False)
+
+
+def _toml_str(text: str) -> str:
+    return json.dumps(text)  # a JSON string of printable text is a TOML basic string
+
+
+def _sources(
+    name: str, interface: str, package: list[str], cls: str, region: str, board: str
+) -> tuple[dict[str, str], dict[str, str], str]:
+    """(relative path → text, role → class path, bitstream path) of the module's files."""
+    base = _base_name(cls)
+    code = name.replace("-", "_") + "_module"
+    if code[0].isdigit():
+        code = "m" + code
+    if package[0] == code:
+        raise ConfigurationError(
+            f"interface package {package[0]!r} is the module's code file {code}.py; choose "
+            "another package for the interface",
+            interface,
+        )
+    method = _method_name(cls)
+    names = {"soft": f"Software{base}", "core": f"{base}Core", "driver": f"{base}Driver"}
+    if cls in names.values():
+        names = {role: f"{n}Impl" for role, n in names.items()}
+    core_id = _core_id(name)
+    files: dict[str, str] = {}
+    for depth in range(1, len(package)):
+        init = "/".join(package[:depth]) + "/__init__.py"
+        files[init] = f'"""Package of the ``{name}`` module\'s interface."""\n'
+    files["/".join(package) + ".py"] = _INTERFACE.substitute(
+        cls=cls,
+        method=method,
+        module_doc=_wrap(
+            f"Module ``{name}``, interface ``{interface}``. The descriptor names the interface; "
+            "the framework finds it here, in the module's own code, before it looks among "
+            "juggle's reference interfaces. Its public methods are the contract every tier "
+            "implements: replace the two below with your service's (docs/writing-a-module.md)."
+        ),
+    )
+    resources = {
+        "slices": TEMPLATE_RESOURCES.slices,
+        "flipflops": TEMPLATE_RESOURCES.flipflops,
+        "mult18": TEMPLATE_RESOURCES.mult18,
+        "ram16": TEMPLATE_RESOURCES.ram16,
+    }
+    files[f"{code}.py"] = _CODE.substitute(
+        code_doc=_wrap(
+            f"Module ``{name}``, interface ``{interface}``. Every part works as generated: the "
+            "module validates, installs and juggles before you change a line. To make it your "
+            "service, change the placeholder computation (XOR with a mask) in all three "
+            f"places: :class:`{names['soft']}` (the software tier), :class:`{names['core']}` "
+            "(the simulated core: what the hardware computes, and how many cycles it takes) "
+            f"and :class:`{names['driver']}` (how the CPU talks to the core through its "
+            "register window)."
+        ),
+        design=name,
+        cls=cls,
+        method=method,
+        relative="." + ".".join(package),
+        core_id=f"0x{core_id:08X}",
+        core_id_text=core_id.to_bytes(4, "big").decode("ascii"),
+        resources=json.dumps(resources),
+        **names,
+    )
+    bitstream = f"bitstreams/{name}_{region}.bit"
+    files["juggle.toml"] = _DESCRIPTOR.substitute(
+        name=name,
+        board=board,
+        region=region,
+        name_s=_toml_str(name),
+        description_s=_toml_str(f"{interface} in software and on a {name} core (generated)"),
+        interface_s=_toml_str(interface),
+        code=code,
+        region_s=_toml_str(region),
+        bitstream_s=_toml_str(bitstream),
+        **resources,
+        **names,
+    )
+    classes = {
+        "interface": interface,
+        "software": f"{code}.{names['soft']}",
+        "driver": f"{code}.{names['driver']}",
+        "model": f"{code}.{names['core']}",
+    }
+    return files, classes, bitstream
+
+
+def scaffold_module(
+    name: str,
+    interface: str,
+    *,
+    target_dir: str | Path,
+    fabric: str | Path = "xupv2p",
+    region: str | None = None,
+) -> ModuleScaffold:
+    """:func:`new_module`, returning everything it wrote (a :class:`ModuleScaffold`)."""
+    name = _check_name(name)
+    package, cls = _check_interface(interface)
+    board = _profile(fabric)
+    chosen = _pick_region(board, region)
+    parent = Path(target_dir).expanduser()
+    path = parent / name
+    if path.exists() or path.is_symlink():
+        raise ModuleError(
+            f"{str(path)!r} exists already; choose another NAME or target folder", str(path)
+        )
+    files, classes, bitstream = _sources(name, interface, package, cls, chosen.name, board.name)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=parent))
+    except OSError as exc:
+        raise ModuleError(f"cannot create a module in {str(parent)!r}: {exc}", parent) from exc
+    try:
+        for relpath, text in files.items():
+            target = staging / relpath
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        _, nbytes = _write_bitstream(staging / bitstream, name, board, chosen.name, None)
+        os.chmod(staging, 0o755)  # mkdtemp made it private
+        os.rename(staging, path)  # fails on a non-empty folder created meanwhile
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ModuleError(f"cannot write module {str(path)!r}: {exc}", str(path)) from exc
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return ModuleScaffold(
+        path=path,
+        name=name,
+        interface=interface,
+        fabric=str(fabric),
+        part=normalize_part(board.board.part),
+        region=chosen.name,
+        design=name,
+        bitstream=bitstream,
+        bitstream_bytes=nbytes,
+        classes=classes,
+        files=tuple(sorted([*files, bitstream])),
+    )
+
+
+def new_module(
+    name: str,
+    interface: str,
+    *,
+    target_dir: str | Path,
+    fabric: str | Path = "xupv2p",
+    region: str | None = None,
+) -> Path:
+    """Write a complete co-module ``name`` for the new interface ``interface``
+    (``package.Class``) into ``target_dir/name``; returns that folder.
+
+    The module has the interface (``set_mask`` state-setting, and a data method named after
+    the class: ``EchoService`` → ``echo``), a software implementation, a driver over the
+    register window, a register model, ``juggle.toml`` and a bitstream for ``region`` of board
+    profile ``fabric`` (default: the first region the generated core fits). It validates,
+    installs and juggles as generated.
+
+    Raises :class:`~juggle.errors.ConfigurationError` for a bad name or interface,
+    :class:`~juggle.errors.ProfileError` / :class:`~juggle.errors.UnknownRegionError` /
+    :class:`~juggle.errors.ResourceError` for the board and region, and
+    :class:`~juggle.errors.ModuleError` when the folder exists or cannot be written.
+    """
+    return scaffold_module(
+        name, interface, target_dir=target_dir, fabric=fabric, region=region
+    ).path
+
+
+# -- the commands (registered on ``juggle module`` by juggle.cli) --------------------------------
+
+_JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+def _emit(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def module_new(
+    name: Annotated[str, typer.Argument(help="Module name (a-z, 0-9, _ and -), e.g. demo_svc.")],
+    interface: Annotated[
+        str,
+        typer.Option(
+            "--interface", help="The new interface as package.Class, e.g. demo.EchoService."
+        ),
+    ],
+    target_dir: Annotated[
+        Path, typer.Option("--target-dir", help="Folder to create the module folder NAME in.")
+    ] = Path("."),
+    fabric: Annotated[
+        str, typer.Option(help="Board profile (name or path) the bitstream is built for.")
+    ] = "xupv2p",
+    region: Annotated[
+        str | None,
+        typer.Option(help="Region of the bitstream (default: the first the core fits)."),
+    ] = None,
+    json_out: _JsonOpt = False,
+) -> None:
+    """Scaffold a complete co-module: interface, software, driver, register model, descriptor
+    and a bitstream; it validates, installs and juggles as generated."""
+    try:
+        made = scaffold_module(name, interface, target_dir=target_dir, fabric=fabric, region=region)
+    except JuggleError as exc:
+        fail(exc, json_out)
+    if json_out:
+        _emit(made.to_json())
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console()
+    console.print(
+        f"[green]created[/green] module [bold]{escape(made.name)}[/bold] in "
+        f"{escape(str(made.path))} ({escape(made.interface)}; bitstream for "
+        f"{escape(made.fabric)} {escape(made.region)}, {made.bitstream_bytes:,} bytes)"
+    )
+    for relpath in made.files:
+        console.print(f"  {escape(relpath)}")
+    console.print("next:")
+    for step in made.to_json()["next"]:
+        console.print(f"  {escape(step)}")
+
+
+def module_bitstream(
+    path: Annotated[Path, typer.Argument(help="The .bit file to write.")],
+    design: Annotated[
+        str, typer.Option("--design", help="Design name (the core's RegisterModel.design).")
+    ],
+    fabric: Annotated[
+        str, typer.Option(help="Board profile (name or path): the part and the region.")
+    ] = "xupv2p",
+    region: Annotated[
+        str | None, typer.Option(help="Target region (default: the board's first).")
+    ] = None,
+    size: Annotated[
+        int | None,
+        typer.Option(help="File size in bytes (default: the region's typical bitstream)."),
+    ] = None,
+    json_out: _JsonOpt = False,
+) -> None:
+    """Write a bitstream for DESIGN into a region of a board (part and Region= in its
+    header), sized for the region."""
+    try:
+        board = _profile(fabric)
+        target = region if region is not None else board.regions[0].name
+        written, nbytes = _write_bitstream(path, design, board, target, size)
+        maximum = board.region(target).max_bitstream_bytes
+    except JuggleError as exc:
+        fail(exc, json_out)
+    document = {
+        "path": str(written),
+        "design": design,
+        "fabric": board.name,
+        "part": normalize_part(board.board.part),
+        "region": target,
+        "bytes": nbytes,
+        "max_bytes": maximum,
+    }
+    if json_out:
+        _emit(document)
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console().print(
+        f"[green]wrote[/green] {escape(str(written))} ({nbytes:,} bytes): design "
+        f"{escape(design)}, part {document['part']}, region {escape(target)} (at most "
+        f"{maximum:,} bytes)"
+    )

@@ -278,3 +278,15 @@ def test_shell_json_answers_each_command_with_one_json_line() -> None:
     ]
     assert lines[2]["ok"] and any("EncryptionService" in o for o in lines[2]["output"])
     assert not lines[3]["ok"] and lines[3]["type"] == "UnknownModuleError"
+
+
+def test_the_demo_tells_its_story_in_80_columns() -> None:
+    result = runner.invoke(app, ["demo"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert sum(line.lstrip().startswith("phase ") for line in lines) == 4
+    assert "…" not in result.stdout  # no truncated header or cell
+    doc = json.loads(runner.invoke(app, ["demo", "--json"]).stdout)
+    assert len(doc["story"]) == len(doc["phases"]) == 4
+    assert "music player" in doc["story"][2] and "programmed into prr0" in doc["story"][2]

@@ -241,6 +241,7 @@ def _result(
                 juggles.append(
                     _juggle_row(number, name_of[report.to_hardware], "to_hardware", report)
                 )
+    story = _story(phases, name_of)
     reports = [r for p in phases for r in p["juggles"]]
     reconfig_s = sum(r.reconfiguration_ms + r.bridge_ms for r in reports) / 1e3
     energy = energy_of(stats, "xupv2p", work.bytes, reconfiguration_s=reconfig_s)
@@ -249,6 +250,8 @@ def _result(
         "hardware": "rtl" if sc.fw.fabric.backend == "rtl" else "model",
         "energy_j": energy["energy_j"],
         "energy": energy,
+        "story": story,
+        "notes": NOTES,
         "tiers": tier_out,
         "services": services,
         "juggles": juggles,
@@ -275,6 +278,47 @@ def _result(
     }
 
 
+#: footnotes of the rows a newcomer asks about
+NOTES = {
+    "native": "tdes native rows come from the cross-tier check at the end, which runs the "
+    "same data through every tier (the mail application itself uses software or hardware)",
+    "figure": "measured: wall time of the call on this machine; modeled: the simulated core's "
+    "bus time at the board's clock (the simulator's own wall time is not counted)",
+    "seconds": "seconds (measured): wall time of the phase on this machine, both applications "
+    "running at once",
+    "overhead": "overhead µs (measured): the runtime's own work per juggle, without waiting "
+    "for running calls and without the modeled reconfiguration",
+    "region": "one region (prr0): a service gets hardware only by taking it from the other",
+}
+
+_WHO = {"mail": "the mail application (TDES)", "music": "the music player (ADPCM)"}
+
+
+def _story(phases: list[dict[str, Any]], name_of: dict[int, str]) -> list[str]:
+    """One narrated line per phase: who has the focus, what the controller did, what runs
+    where and why."""
+    lines = []
+    for n, phase in enumerate(phases, 1):
+        tiers = phase["tiers"]
+        focus = phase["focus"]
+        moves = []
+        for report in phase["juggles"]:
+            for sid in report.to_software:
+                moves.append(f"{name_of[sid]} leaves {report.region} for software")
+            if report.to_hardware is not None:
+                moves.append(
+                    f"{name_of[report.to_hardware]} is programmed into {report.region} "
+                    f"({report.reconfiguration_ms:.1f} ms modeled)"
+                )
+        who = _WHO.get(focus or "", "no application")
+        did = "; ".join(moves) if moves else "no juggle"
+        lines.append(
+            f"phase {n}: {who} has the focus; the foreground controller: {did}. TDES runs in "
+            f"{tiers['tdes']}, ADPCM in {tiers['adpcm']}."
+        )
+    return lines
+
+
 def _juggle_row(number: int, service: str, direction: str, report: Any) -> dict[str, Any]:
     return {
         "juggle": number,
@@ -292,8 +336,14 @@ def _juggle_row(number: int, service: str, direction: str, report: Any) -> dict[
 def render_demo(result: dict[str, Any], console: Console) -> None:
     """The demo's result as rich tables."""
     console.print(f"[bold]juggle demo[/bold] on {result['board']}: mail (TDES) + music (ADPCM)")
+    console.print(
+        "A mail application decrypts messages while a music player decodes audio; whichever "
+        "has the focus gets the board's one hardware region, the other runs in software."
+    )
+    for line in result["story"]:
+        console.print(f"  {line}")
     phases = Table(title="Focus changes")
-    for col in ("focus", "TDES tier", "ADPCM tier", "seconds (measured)"):
+    for col in ("focus", "TDES tier", "ADPCM tier", "seconds¹"):
         phases.add_column(col)
     for p in result["phases"]:
         phases.add_row(
@@ -304,7 +354,7 @@ def render_demo(result: dict[str, Any], console: Console) -> None:
         )
     console.print(phases)
     table = Table(title="Calls and throughput per service and tier")
-    for col in ("service", "tier", "calls", "bytes", "MB/s", "figure"):
+    for col in ("service", "tier", "calls", "bytes", "MB/s", "figure²"):
         table.add_column(col, justify="right" if col in ("calls", "bytes", "MB/s") else "left")
     for row in result["services"]:
         table.add_row(
@@ -316,22 +366,14 @@ def render_demo(result: dict[str, Any], console: Console) -> None:
             row["figure"],
         )
     console.print(table)
-    juggles = Table(title="Juggles")
-    for col in (
-        "#",
-        "service",
-        "direction",
-        "region",
-        "reconfiguration ms (modeled)",
-        "bridge ms (modeled)",
-        "overhead µs (measured)",
-    ):
-        juggles.add_column(col)
+    juggles = Table(title="Juggles (ms modeled, µs measured)")
+    for col in ("#", "service", "to", "region", "reconf ms", "bridge ms", "overhead µs³"):
+        juggles.add_column(col, justify="right" if col.endswith(("ms", "³")) else "left")
     for j in result["juggles"]:
         juggles.add_row(
             str(j["juggle"]),
             j["service"],
-            j["direction"],
+            j["direction"].removeprefix("to_"),
             str(j["region"]),
             f"{j['reconfiguration_ms']:.3f}",
             f"{j['bridge_ms']:.3f}",
@@ -340,3 +382,9 @@ def render_demo(result: dict[str, Any], console: Console) -> None:
     console.print(juggles)
     ok = "[green]yes[/green]" if result["results_agree"] else "[red]NO[/red]"
     console.print(f"failed calls: {result['failed_calls']}   all tiers identical: {ok}")
+    notes = result["notes"]
+    for mark, key in (("¹", "seconds"), ("²", "figure"), ("³", "overhead")):
+        console.print(f"{mark} {notes[key]}")
+    if any(row["tier"] == "native" for row in result["services"]):
+        console.print(f"  {notes['native']}")
+    console.print(f"  {notes['region']}")

@@ -40,7 +40,7 @@ def test_demo_json_acceptance() -> None:
 def test_demo_table() -> None:
     result = runner.invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
-    for text in ("modeled", "measured", "failed calls: 0", "Juggles", "to_hardware"):
+    for text in ("modeled", "measured", "failed calls: 0", "Juggles", "programmed into"):
         assert text in result.stdout
 
 

@@ -235,6 +235,13 @@ def dashboard(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the URL as one JSON document, then serve.")
     ] = False,
+    workload: Annotated[
+        str | None,
+        typer.Option(
+            help="demo: install the demo's services, run the foreground controller and keep "
+            "calling them (the page's workload switch does the same)."
+        ),
+    ] = None,
 ) -> None:
     """Live web view of services, regions and statistics (with Prometheus metrics)."""
     from juggle.dashboard.app import serve
@@ -249,7 +256,9 @@ def dashboard(
                 f"dashboard: {url} (the #token part lets the page change state)"
             )
 
-    serve(host=host, port=port, modules=module or [], on_ready=ready)
+    if workload not in (None, "demo"):
+        raise typer.BadParameter(f'"--workload" must be demo, got {workload!r}')
+    serve(host=host, port=port, modules=module or [], on_ready=ready, workload=bool(workload))
 
 
 ConnectOpt = Annotated[

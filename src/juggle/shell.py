@@ -27,6 +27,7 @@ from juggle.errors import JuggleError
 from juggle.runtime.framework import Framework, JuggleReport
 from juggle.runtime.modules import Module
 from juggle.runtime.tracing import CallStats
+from juggle.workload import Workload
 
 __all__ = ["JuggleShell", "run_shell"]
 
@@ -130,6 +131,7 @@ class JuggleShell(cmd.Cmd):
             emoji=False,
         )
         self.failures = 0
+        self.workload = Workload(framework)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -394,6 +396,30 @@ class JuggleShell(cmd.Cmd):
 
     # -- policy ------------------------------------------------------------------------------
 
+    def do_workload(self, arg: str) -> None:
+        """workload [on | off]: background calls to the started services (mail encrypts,
+        music decodes, calc adds) so stats, focus and controllers have work to see."""
+        words = _split(arg)
+        if len(words) > 1 or (words and words[0] not in ("on", "off")):
+            raise _UsageError("usage: workload [on | off]")
+        if words and words[0] == "on":
+            started = self.workload.start()
+            if not started:
+                raise _UsageError(
+                    "no started service the workload knows (EncryptionService, "
+                    "DecoderService, AddService): install and start one first"
+                )
+            self._say(f"workload on: {', '.join(started)}")
+        elif words:
+            self.workload.stop()
+            self._say("workload off")
+        status = self.workload.status()
+        calls = ", ".join(f"{c} {n}" for c, n in sorted(status.calls.items())) or "none"
+        self._say(
+            f"workload {'running' if status.running else 'stopped'}: calls {calls}; "
+            f"failed {status.failed}, wrong {status.wrong}"
+        )
+
     def do_focus(self, arg: str) -> None:
         """focus [APP | -]: give APP the focus (- clears it) and run the controller once."""
         words = _split(arg)
@@ -518,7 +544,10 @@ def run_shell(
     framework = Framework(fabric=fabric)
     try:
         shell = JuggleShell(framework, stdin=stdin, stdout=stdout, json_lines=json_lines)
-        shell.run()
+        try:
+            shell.run()
+        finally:
+            shell.workload.stop()
         return 0
     finally:
         framework.close()

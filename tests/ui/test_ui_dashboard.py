@@ -293,3 +293,20 @@ def test_state_changes_need_the_token_and_a_matching_host_and_origin(
     assert framework.services()[0].tier != "hardware"  # nothing changed so far
     ok = guarded.post("/api/juggle", json=body, headers={**auth, "Origin": "http://localhost:8321"})
     assert ok.status_code == 200 and framework.services()[0].tier == "hardware"
+
+
+def test_the_workload_switch_drives_calls(framework: juggle.Framework, client: TestClient) -> None:
+    import time
+
+    assert client.get("/api/workload").json()["running"] is False
+    started = client.post("/api/workload", json={"on": True}).json()
+    assert started["running"] is True and "mail" in started["calls"]
+    deadline = time.monotonic() + 10
+    while client.get("/api/workload").json()["calls"]["mail"] < 3:
+        assert time.monotonic() < deadline, "the workload made no calls"
+        time.sleep(0.01)
+    client.post("/api/juggle", json={"to_hardware": 1})
+    stopped = client.post("/api/workload", json={"on": False}).json()
+    assert stopped["running"] is False and stopped["failed"] == 0 and stopped["wrong"] == 0
+    stats = client.get("/api/services/1/statistics").json()
+    assert stats["total"]["calls"] >= 3

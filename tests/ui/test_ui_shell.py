@@ -298,3 +298,15 @@ def test_a_broken_module_is_one_error_line_then_the_session_goes_on(tmp_path: Pa
     assert len(error_lines(out)) == 2
     assert "ZeroDivisionError" in error_lines(out)[0] and "tdes_module.py:1" in out
     assert "no services registered" in lines
+
+
+def test_workload_gives_stats_something_to_count(tmp_path: Path) -> None:
+    tdes = Path(__file__).parents[2] / "examples" / "modules" / "tdes"
+    rc, out = run(
+        f"workload on\ninstall {tdes}\nstart 1\nworkload on\njuggle 1\nworkload off\nquit\n"
+    )
+    assert rc == 0
+    assert "no started service the workload knows" in out  # before a service exists
+    assert "workload on: mail" in out
+    last = [line for line in out.splitlines() if line.startswith("workload stopped")][-1]
+    assert "failed 0, wrong 0" in last and "calls mail" in last

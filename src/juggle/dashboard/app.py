@@ -16,7 +16,7 @@ import math
 import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import uvicorn
 from fastapi import FastAPI, Query, Request
@@ -26,6 +26,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict
 
+from juggle.core.controllers import load_controller
 from juggle.dashboard.metrics import metrics_registry
 from juggle.dashboard.page import PAGE
 from juggle.errors import (
@@ -39,6 +40,8 @@ from juggle.errors import (
     UnknownServiceError,
 )
 from juggle.runtime.framework import Framework, JuggleReport
+from juggle.shipped import example_module
+from juggle.workload import Workload
 
 __all__ = ["create_app", "make_server", "serve", "to_json"]
 
@@ -67,6 +70,14 @@ class TierRequest(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     tier: str
+
+
+class WorkloadRequest(BaseModel):
+    """Body of ``POST /api/workload``: start (true) or stop (false) the background calls."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    on: bool
 
 
 class ForegroundRequest(BaseModel):
@@ -223,6 +234,21 @@ def create_app(
     def snapshot() -> Any:
         return to_json(framework.snapshot())
 
+    workload = Workload(framework)
+    app.state.workload = workload
+
+    @app.get("/api/workload")
+    def workload_status() -> Any:
+        return to_json(workload.status())
+
+    @app.post("/api/workload")
+    def workload_switch(body: WorkloadRequest) -> Any:
+        if body.on:
+            workload.start()
+        else:
+            workload.stop()
+        return to_json(workload.status())
+
     @app.get("/api/juggles")
     def juggles(
         response: Response,
@@ -316,6 +342,8 @@ def serve(
     port: int,
     modules: list[Path],
     on_ready: Callable[[str], None] | None = None,
+    *,
+    workload: bool = False,
 ) -> None:
     """Serve a dashboard on ``host:port`` over a Framework on the simulated ``xupv2p``.
 
@@ -328,10 +356,20 @@ def serve(
     try:
         for path in modules:
             framework.install(path).start()
+        if workload and not modules:  # the demo's two applications
+            framework.install(example_module("tdes")).start()
+            framework.install(example_module("audio")).start()
+            framework.set_controller(load_controller("foreground"))
         token = secrets.token_urlsafe(24)
         server = make_server(framework, host, port, token=token)
+        calls: Workload = cast(FastAPI, server.config.app).state.workload
+        if workload:
+            calls.start()
         if on_ready is not None:
             on_ready(f"http://{host}:{port}/#token={token}")
-        server.run()
+        try:
+            server.run()
+        finally:
+            calls.stop()
     finally:
         framework.close()

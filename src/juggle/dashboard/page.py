@@ -31,6 +31,8 @@ button { font-size: .8em; margin-right: .2em; }
 <h1>juggle dashboard</h1>
 <div id="status">loading...</div>
 <div id="notice" class="error"></div>
+<p><button id="workload" onclick="toggleWorkload()">workload: ...</button>
+<span id="workload-status"></span></p>
 <h2>services</h2>
 <table id="services"><thead><tr>
 <th>id</th><th>interface</th><th>tier</th><th>region</th><th>module</th><th>consumers</th>
@@ -88,11 +90,37 @@ async function setTier(id, tier) {
   document.getElementById("notice").textContent = response.ok ? "" : "error: " + body.error;
   refresh();
 }
+async function post(url, payload) {
+  const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {"Content-Type": "application/json", "Authorization": "Bearer " + token},
+    body: JSON.stringify(payload)});
+  const body = await response.json();
+  document.getElementById("notice").textContent = response.ok ? "" : "error: " + body.error;
+  return body;
+}
+let workloadRunning = false;
+async function toggleWorkload() {
+  await post("/api/workload", {on: !workloadRunning});
+  refresh();
+}
+function showWorkload(w) {
+  workloadRunning = w.running;
+  document.getElementById("workload").textContent =
+    w.running ? "stop the workload" : "start the workload";
+  const calls = Object.entries(w.calls).map(([c, n]) => c + " " + n).join(", ");
+  document.getElementById("workload-status").textContent =
+    (w.running ? "running: " : "stopped: ") + (calls || "no calls") +
+    (w.failed ? ", failed " + w.failed : "");
+}
 function fixed(value, digits) { return Number(value).toFixed(digits); }
 async function refresh() {
   try {
-    const [services, regions, juggles] = await Promise.all([
-      getJson("/api/services"), getJson("/api/regions"), getJson("/api/juggles?limit=10")]);
+    const [services, regions, juggles, workload] = await Promise.all([
+      getJson("/api/services"), getJson("/api/regions"), getJson("/api/juggles?limit=10"),
+      getJson("/api/workload")]);
+    showWorkload(workload);
     const stats = await Promise.all(services.map(
       s => getJson("/api/services/" + s.service_id + "/statistics").catch(() => null)));
     fill("services", services, (row, s) => {

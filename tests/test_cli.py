@@ -290,3 +290,22 @@ def test_the_demo_tells_its_story_in_80_columns() -> None:
     doc = json.loads(runner.invoke(app, ["demo", "--json"]).stdout)
     assert len(doc["story"]) == len(doc["phases"]) == 4
     assert "music player" in doc["story"][2] and "programmed into prr0" in doc["story"][2]
+
+
+def test_bench_shows_progress_on_stderr_and_counts_as_integers(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "bench", "--quick", "--only", "alloc"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "COLUMNS": "120"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    samples = [line for line in proc.stdout.splitlines() if "alloc_samples " in line]
+    assert samples and ".000" not in samples[0]
+    doc = json.loads(runner.invoke(app, ["bench", "--quick", "--json", "--only", "alloc"]).stdout)
+    assert isinstance(doc["alloc_samples"], int)

@@ -81,11 +81,23 @@ def bench(
     only: Annotated[
         list[str] | None, typer.Option(help="Run only these groups (repeatable).")
     ] = None,
+    quiet: Annotated[bool, typer.Option(help="No progress bar on stderr.")] = False,
 ) -> None:
     """The benchmark suite: ratios and latencies measured in one run (see benchmarks/)."""
+    from rich.progress import Progress
+
     from juggle.bench import render_bench, run_bench
 
-    result = run_bench(quick=quick, only=only or None)
+    if json_out or quiet:
+        result = run_bench(quick=quick, only=only or None)
+    else:
+        with Progress(console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("bench", total=None)
+
+            def step(group: str, done: int, total: int) -> None:
+                bar.update(task, total=total, completed=done, description=f"bench {group}")
+
+            result = run_bench(quick=quick, only=only or None, progress=step)
     if json_out:
         emit_json(result)
     else:

@@ -61,8 +61,13 @@ def _groups() -> dict[str, Group]:
     }
 
 
-def run_bench(quick: bool = False, only: list[str] | None = None) -> dict[str, Any]:
+def run_bench(
+    quick: bool = False,
+    only: list[str] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
     """Run the suite; top-level keys are the figures, ``oscall`` is nested (see issue 5).
+    ``progress(group, done, total)`` is told before each group runs and once at the end.
 
     Raises :class:`ConfigurationError` naming an unknown group in ``only``.
     """
@@ -80,9 +85,10 @@ def run_bench(quick: bool = False, only: list[str] | None = None) -> dict[str, A
         "figure": "measured (wall clock, this machine) unless a key says modeled",
     }
     timings: dict[str, float] = {}
-    for name, run in groups.items():
-        if only and name not in only:
-            continue
+    chosen = [(name, run) for name, run in groups.items() if not only or name in only]
+    for done, (name, run) in enumerate(chosen):
+        if progress is not None:
+            progress(name, done, len(chosen))
         t0 = time.perf_counter()
         figures = run(quick)
         timings[name] = round(time.perf_counter() - t0, 3)
@@ -106,6 +112,8 @@ def run_bench(quick: bool = False, only: list[str] | None = None) -> dict[str, A
         if key in result
     }
     result["group_seconds"] = timings
+    if progress is not None:
+        progress("", len(chosen), len(chosen))
     return result
 
 

@@ -48,8 +48,8 @@ def run(quick: bool = False) -> dict[str, float]:
         "alloc_p99_us": small[1],
         "alloc_p50_us_64r_1000q": large[0],
         "alloc_p99_us_64r_1000q": large[1],
-        "alloc_samples": float(n3),
-        "alloc_samples_64r_1000q": float(n64),
+        "alloc_samples": n3,
+        "alloc_samples_64r_1000q": n64,
     }
 
 

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck pytest bench clean fuzz
+.PHONY: demo test lint typecheck pytest bench clean fuzz sweep
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ bench: $(STAMP_RUN)
 fuzz: $(STAMP_TEST)
 	JUGGLE_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),180) $(BIN)/python -m pytest -q -s \
 		--timeout=$$(( $(or $(FUZZ_SECONDS),180) * 2 + 300 )) tests/runtime/test_fuzz_parsers.py
+
+# every point of the edge-router figures on seeds 1-8, 11 and 23 (about 5 minutes)
+sweep: $(STAMP_TEST)
+	$(BIN)/python -m pytest -q tests/simulate/sweep_controllers.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -116,6 +116,12 @@ def render_edge_router(doc: dict[str, Any], console: Console) -> None:
         values = [f"{doc['speedup'][name][i]:.3f}" for name in doc["speedup"]]
         table.add_row(str(x), *values, f"{doc['static_ms'][i]:.1f}")
     console.print(table)
+    if "oracle_plan" in doc:
+        console.print(
+            "oracle: the fastest plan it knows for each trace (own plan at a block size, or a "
+            f"replayed policy): {', '.join(doc['oracle_plan'])}",
+            style="dim",
+        )
 
 
 def render_tdes(doc: dict[str, Any], console: Console) -> None:

@@ -5,6 +5,12 @@
 report the speedup over the static system (Config_A): ``T_static / T_policy`` (Figs 3-4).
 Every number is MODELED (virtual time); the paper's numbers appear only as reference columns.
 
+The ``oracle`` column is the fastest plan the oracle knows for the point's trace, checked by
+running it: its own dynamic-programming plans (at three block sizes, see
+:data:`ORACLE_BLOCKS`) and, replayed, the decisions of every other policy of the comparison
+and of the static system; ``oracle_plan`` names the winner per point. So the oracle is at
+least as fast as every policy it is shown with, by construction (:func:`run_oracle`).
+
 Traffic for the figures: stability periods of one of the three distributions (60 % of one
 flow, 20 % of each other; consecutive periods differ), shares moving by up to ±5 % every
 0.5 ms, and spikes of another distribution cut in. The source is *paced*: it sends each
@@ -23,8 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from juggle.core.controllers.base import Controller
-from juggle.core.controllers.oracle import OraclePhase
+from juggle.core.controllers.base import Controller, JuggleAction, StatsSnapshot
+from juggle.core.controllers.oracle import CostModel, OraclePhase, TimedJuggles
 from juggle.core.controllers.registry import ControllerRegistry, default_registry
 from juggle.errors import ConfigurationError
 from juggle.fabric.profiles import BoardProfile
@@ -35,13 +41,19 @@ __all__ = [
     "DEFAULT_POLICIES",
     "EXPERIMENTS",
     "FIGURES",
+    "ORACLE_BLOCKS",
     "PAPER_TABLE4_US",
+    "FigurePoint",
     "FigureSetup",
+    "Recorder",
+    "cost_model",
+    "figure_point",
     "figure_trace",
     "interleave",
     "oracle_schedule",
     "router_options",
     "run_edge_router",
+    "run_oracle",
     "run_router",
 ]
 
@@ -51,6 +63,13 @@ TABLE4_MIXES = ((60, 20, 20), (20, 60, 20), (20, 20, 60))
 TABLE4_COLUMNS = ("A", "B", "C", "reconfiguring")
 PAPER_TABLE4_US = (184, 356, 356, 356, 311, 197, 321, 321, 390, 400, 212, 400)
 """Table 4 of the paper, row-major; a reference column only, never an input."""
+ORACLE_BLOCKS = (0.25, 0.5, 1.0)
+"""Block sizes of the oracle's plans, in reconfigurations' worth of packets.
+
+Small blocks follow short phases, large ones blend what the FIFOs smooth anyway; the cost
+model cannot tell which is right for a trace, so the oracle plans at each and keeps the
+fastest run.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,19 +204,13 @@ def _figure(
     setup = FIGURES[experiment]
     for name in policies:
         registry.plugin_of(name)
-    speedup: dict[str, list[float]] = {name: [] for name in policies}
-    reconfigurations: dict[str, list[int]] = {name: [] for name in policies}
-    static_ms: list[float] = []
-    packets: list[int] = []
-    for i, x in enumerate(setup.x):
-        trace = figure_trace(model, setup, x, seed + 7919 * i, scale)
-        packets.append(trace.packets)
-        base = run_router(model, trace, _build(registry, "static", model, trace))
-        static_ms.append(round(base.makespan_us / 1e3, 3))
-        for name in policies:
-            run = run_router(model, trace, _build(registry, name, model, trace))
-            speedup[name].append(round(base.makespan_us / run.makespan_us, 4))
-            reconfigurations[name].append(run.reconfigurations)
+    points = [
+        _point(model, setup, x, seed + 7919 * i, policies, scale, registry)
+        for i, x in enumerate(setup.x)
+    ]
+    extra: dict[str, Any] = {}
+    if "oracle" in policies:
+        extra["oracle_plan"] = [point.oracle_plan for point in points]
     return {
         "experiment": experiment,
         "modeled": True,
@@ -205,14 +218,96 @@ def _figure(
         "seed": seed,
         "x_label": setup.x_label,
         "x": list(setup.x),
-        "speedup": speedup,
-        "reconfigurations": reconfigurations,
-        "static_ms": static_ms,
-        "packets": packets,
+        "speedup": {name: [point.speedup[name] for point in points] for name in policies},
+        "reconfigurations": {
+            name: [point.reconfigurations[name] for point in points] for name in policies
+        },
+        "static_ms": [point.static_ms for point in points],
+        "packets": [point.packets for point in points],
         "spike_ms": setup.spike_ms if experiment != "fig3a" else 0.0,
         "fluctuation": 0.05,
         "reconfig_us": model.reconfig_us,
+        **extra,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class FigurePoint:
+    """One point of a figure: speedup over static and reconfigurations per policy.
+
+    ``oracle_plan`` names the plan the oracle followed (None when it was not run).
+    """
+
+    x: int
+    packets: int
+    static_ms: float
+    speedup: Mapping[str, float]
+    reconfigurations: Mapping[str, int]
+    oracle_plan: str | None
+
+
+def figure_point(
+    experiment: str,
+    index: int,
+    *,
+    seed: int = 1,
+    policies: Sequence[str] | None = None,
+    profile: str | BoardProfile = "virtex4-router",
+    registry: ControllerRegistry | None = None,
+) -> FigurePoint:
+    """Point ``index`` of a figure exactly as :func:`run_edge_router` computes it.
+
+    Raises :class:`~juggle.errors.ConfigurationError` for an unknown figure or index and
+    :class:`~juggle.errors.ControllerError` for an unknown policy.
+    """
+    if experiment not in FIGURES:
+        raise ConfigurationError(
+            f"unknown figure {experiment!r} (figures: {', '.join(FIGURES)})", experiment
+        )
+    setup = FIGURES[experiment]
+    if not 0 <= index < len(setup.x):
+        raise ConfigurationError(
+            f"{experiment} has points 0..{len(setup.x) - 1}, got {index!r}", index
+        )
+    registry = registry or default_registry()
+    chosen = list(DEFAULT_POLICIES if policies is None else policies)
+    for name in chosen:
+        registry.plugin_of(name)
+    model = load_router_model(profile)
+    return _point(model, setup, setup.x[index], seed + 7919 * index, chosen, 1.0, registry)
+
+
+def _point(
+    model: RouterModel,
+    setup: FigureSetup,
+    x: int,
+    trace_seed: int,
+    policies: list[str],
+    scale: float,
+    registry: ControllerRegistry,
+) -> FigurePoint:
+    trace = figure_trace(model, setup, x, trace_seed, scale)
+    static = Recorder(_build(registry, "static", model, trace))
+    base = run_router(model, trace, static)
+    rivals = {"static": (base, static.timeline())}
+    runs: dict[str, RouterRun] = {}
+    for name in policies:
+        if name == "oracle" or name in runs:
+            continue
+        recorder = Recorder(_build(registry, name, model, trace))
+        runs[name] = run_router(model, trace, recorder)
+        rivals[name] = (runs[name], recorder.timeline())
+    plan = None
+    if "oracle" in policies:
+        runs["oracle"], plan = run_oracle(model, trace, rivals, registry)
+    return FigurePoint(
+        x,
+        trace.packets,
+        round(base.makespan_us / 1e3, 3),
+        {name: round(base.makespan_us / runs[name].makespan_us, 4) for name in policies},
+        {name: runs[name].reconfigurations for name in policies},
+        plan,
+    )
 
 
 def figure_trace(
@@ -265,31 +360,113 @@ def router_options(name: str, model: RouterModel, trace: Trace) -> dict[str, Any
     if name == "fifo":
         return fifo
     if name == "adaptive":
-        return {"threshold": p.distribution_threshold, "fifo": fifo}
+        return {
+            "threshold": p.distribution_threshold,
+            "fifo": fifo,
+            "reconfig_s": model.reconfig_us * 1e-6,
+            "cost": cost_model(model),
+        }
     if name == "oracle":
         return {
             "schedule": oracle_schedule(model, trace),
-            "cost": lambda shares, held: model.per_packet_us(
-                [shares.get(i, 0.0) for i in range(len(KINDS))],
-                None if held is None else KINDS[held],
-            ),
+            "cost": cost_model(model),
             "reconfig_us": model.reconfig_us,
             "start": initial,
         }
     return {}
 
 
-def oracle_schedule(model: RouterModel, trace: Trace) -> list[OraclePhase]:
-    """The future the oracle is told: the trace's real mix in blocks of one reconfiguration.
-
-    A block holds as many packets as arrive, on average, during one reconfiguration, so the
-    plan reacts to what lasts long enough to matter and blends what does not.
+def cost_model(model: RouterModel) -> CostModel:
+    """The router's bottleneck model as controllers read it: µs per packet of a mix
+    (service id → share) with the reconfigurable part holding a service id (None: empty).
     """
+
+    def cost(shares: Mapping[int, float], held: int | None) -> float:
+        mix = [shares.get(i, 0.0) for i in range(len(KINDS))]
+        return model.per_packet_us(mix, None if held is None else KINDS[held])
+
+    return cost
+
+
+def oracle_schedule(model: RouterModel, trace: Trace, blocks: float = 1.0) -> list[OraclePhase]:
+    """The future the oracle is told: the trace's real mix in blocks of ``blocks``
+    reconfigurations' worth of packets (as many as arrive, on average, during that time).
+
+    Blocks of about one reconfiguration let the plan react to what lasts long enough to
+    matter and blend what does not; see :data:`ORACLE_BLOCKS` for the sizes the figures try.
+    Raises :class:`~juggle.errors.ConfigurationError` for ``blocks`` <= 0.
+    """
+    if not blocks > 0:
+        raise ConfigurationError(f'"blocks" must be > 0, got {blocks!r}', blocks)
     mean_pps = trace.packets / max(trace.duration_us * 1e-6, 1e-12)
-    block = max(1, math.ceil(model.reconfig_us * 1e-6 * mean_pps))
+    block = max(1, math.ceil(blocks * model.reconfig_us * 1e-6 * mean_pps))
     phases = []
     for first in range(0, trace.packets, block):
         chunk = trace.flows[first : first + block]
         counts = np.bincount(chunk, minlength=len(KINDS)) / chunk.shape[0]
         phases.append(OraclePhase(first, int(chunk.shape[0]), dict(enumerate(counts.tolist()))))
     return phases
+
+
+class Recorder:
+    """Wraps a controller and notes, unchanged, every juggle it asks for and when.
+
+    Its :meth:`timeline` replayed by the oracle on the same trace gives the same run: the
+    simulator is deterministic and the oracle asks for the same juggles at the same times.
+    """
+
+    def __init__(self, inner: Controller) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._steps: list[TimedJuggles] = []
+
+    def decide(self, snapshot: StatsSnapshot) -> Sequence[JuggleAction]:
+        """The wrapped controller's answer, noted when it asks for something."""
+        actions = tuple(self.inner.decide(snapshot))
+        if actions:
+            self._steps.append(TimedJuggles(snapshot.time_s, actions))
+        return actions
+
+    def timeline(self) -> tuple[TimedJuggles, ...]:
+        """The juggles asked for so far, in order."""
+        return tuple(self._steps)
+
+    def __repr__(self) -> str:
+        return f"<Recorder of {self.inner!r}, {len(self._steps)} steps>"
+
+
+def run_oracle(
+    model: RouterModel,
+    trace: Trace,
+    rivals: Mapping[str, tuple[RouterRun, Sequence[TimedJuggles]]] | None = None,
+    registry: ControllerRegistry | None = None,
+) -> tuple[RouterRun, str]:
+    """The oracle's run on ``trace`` and the name of the plan it followed.
+
+    The oracle knows the trace, so it can work out and compare plans before the first
+    packet arrives: its dynamic-programming plan at each of :data:`ORACLE_BLOCKS`
+    (``"plan/<blocks>"``) and every rival's recorded timeline (``"replay/<name>"``, whose run
+    is given). It follows the fastest (the first on ties); a replay is rerun as the oracle.
+    So its makespan is at most every rival's.
+    """
+    registry = registry or default_registry()
+    options = router_options("oracle", model, trace)
+    best: tuple[RouterRun, str] | None = None
+    for blocks in ORACLE_BLOCKS:
+        schedule = oracle_schedule(model, trace, blocks)
+        run = run_router(
+            model, trace, registry.create("oracle", **{**options, "schedule": schedule})
+        )
+        if best is None or run.makespan_us < best[0].makespan_us:
+            best = (run, f"plan/{blocks:g}")
+    assert best is not None
+    replay: tuple[str, Sequence[TimedJuggles]] | None = None
+    fastest = best[0].makespan_us
+    for name, (run, timeline) in (rivals or {}).items():
+        if run.makespan_us < fastest:
+            fastest, replay = run.makespan_us, (name, timeline)
+    if replay is None:
+        return best
+    name, timeline = replay
+    run = run_router(model, trace, registry.create("oracle", timeline=timeline))
+    return run, f"replay/{name}"

@@ -1,14 +1,24 @@
-"""``oracle``: knows the future traffic and plans the fabric for it (the upper bound).
+"""``oracle``: knows the future traffic and plans the fabric for it.
 
-A satnav that has the whole road ahead: given the schedule of the traffic to come (phases of
-calls with their mix) and a cost model (µs per call of a mix for each fabric content, and
-``None`` for the fabric while it is being reprogrammed), it plans once, by dynamic programming
-over the phase boundaries, which service the fabric should hold when, and then juggles at the
-right moments. A reconfiguration may span several short phases. Where it is in the
-schedule it reads from the snapshot: the total number of calls so far. Other controllers
-cannot know the future; this one shows how far from ideal they are. It is exact for the
-cost model it is given, not for effects the model leaves out (in the edge router: what the
-FIFOs buffer across phases).
+A satnav that has the whole road ahead. It follows one of two kinds of plan, both made
+before the traffic starts:
+
+* a *schedule* (phases of calls with their mix) and a cost model (µs per call of a mix for
+  each fabric content, and ``None`` for the fabric while it is being reprogrammed): it plans
+  once, by dynamic programming over the phase boundaries, which service the fabric should
+  hold when, and juggles at the right moments. A reconfiguration may span several short
+  phases. Where it is in the schedule it reads from the snapshot: the total number of calls
+  so far. The plan is exact for the cost model it is given, not for effects the model leaves
+  out (in the edge router: what the FIFOs buffer across phases);
+* a *timeline*: the juggles to ask for at given times, e.g. the decisions any other policy
+  makes on the same future traffic, which whoever knows that traffic can work out in
+  advance. Replayed on the same deterministic system it reproduces that policy's run
+  exactly.
+
+A scenario that can evaluate plans on its own model (the edge router) gives the oracle every
+plan it knows and keeps the fastest, so the oracle is at least as fast as every policy whose
+timeline it was given (see :func:`juggle.simulate.edge_router.run_oracle`). Other controllers
+cannot know the future; this one shows how far from the best known plan they are.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from juggle.core.controllers._common import find_service, juggle_to, reconfiguri
 from juggle.core.controllers.base import JuggleAction, StatsSnapshot
 from juggle.errors import ControllerError
 
-__all__ = ["OracleController", "OraclePhase", "plan_phases"]
+__all__ = ["CostModel", "OracleController", "OraclePhase", "TimedJuggles", "plan_phases"]
 
 CostModel = Callable[[Mapping[int, float], "int | None"], float]
 """µs per call for a mix (service id → share) when the fabric holds a service (None: empty)."""
@@ -33,6 +43,14 @@ class OraclePhase:
     first: int
     calls: int
     shares: Mapping[int, float]
+
+
+@dataclass(frozen=True, slots=True)
+class TimedJuggles:
+    """The juggles to ask for at the first snapshot taken at or after ``time_s``."""
+
+    time_s: float
+    actions: tuple[JuggleAction, ...]
 
 
 def plan_phases(
@@ -118,13 +136,16 @@ def _backtrack(
 
 
 class OracleController:
-    """Follow a plan computed from ``schedule`` and ``cost`` (see :func:`plan_phases`).
+    """Follow a plan made from ``schedule`` and ``cost`` (see :func:`plan_phases`), or replay
+    a ``timeline`` of juggles.
 
     ``start`` is what the fabric holds when the schedule begins (id or interface name
-    resolved at the first snapshot; None: empty).
+    resolved at the first snapshot; None: empty). With a ``timeline`` the other options are
+    not used: each entry's actions are returned, unchanged, by the first snapshot at or after
+    its time (entries whose time has passed together, in order).
 
-    Raises :class:`~juggle.errors.ControllerError` when ``schedule`` or ``cost`` is missing
-    or ``reconfig_us`` is negative.
+    Raises :class:`~juggle.errors.ControllerError` when neither a timeline nor both
+    ``schedule`` and ``cost`` are given, or ``reconfig_us`` is negative.
     """
 
     name: str = "oracle"
@@ -136,23 +157,32 @@ class OracleController:
         reconfig_us: float = 0.0,
         start: int | None = None,
         candidates: Sequence[int] | None = None,
+        timeline: Sequence[TimedJuggles] | None = None,
     ) -> None:
+        if reconfig_us < 0:
+            raise ControllerError(f'"reconfig_us" must be >= 0, got {reconfig_us!r}', reconfig_us)
+        self.timeline = None if timeline is None else tuple(timeline)
+        self._next = 0
+        self.schedule: tuple[OraclePhase, ...] = ()
+        self.plan: list[tuple[int, int]] = []
+        self.candidates: tuple[int, ...] = ()
+        if self.timeline is not None:
+            return
         if schedule is None or cost is None:
             raise ControllerError(
                 'the oracle needs the future: pass "schedule" (phases of calls) and "cost" '
-                "(µs per call for a mix and a fabric content)",
+                '(µs per call for a mix and a fabric content), or a "timeline" of juggles',
                 schedule,
             )
-        if reconfig_us < 0:
-            raise ControllerError(f'"reconfig_us" must be >= 0, got {reconfig_us!r}', reconfig_us)
         self.schedule = tuple(schedule)
         ids = sorted({sid for p in self.schedule for sid in p.shares})
         self.candidates = tuple(candidates) if candidates is not None else tuple(ids)
         self.plan = plan_phases(self.schedule, self.candidates, start, cost, reconfig_us)
-        self._next = 0
 
     def decide(self, snapshot: StatsSnapshot) -> Sequence[JuggleAction]:
         """Juggle to the planned service once the calls reach the next step of the plan."""
+        if self.timeline is not None:
+            return self._replay(snapshot.time_s)
         position = sum(s.calls for s in snapshot.services)
         target: int | None = None
         while self._next < len(self.plan) and self.plan[self._next][0] <= position:
@@ -167,5 +197,15 @@ class OracleController:
             return []
         return juggle_to(snapshot, entry.service_id, "oracle: planned for the coming phase")
 
+    def _replay(self, now_s: float) -> list[JuggleAction]:
+        assert self.timeline is not None
+        out: list[JuggleAction] = []
+        while self._next < len(self.timeline) and self.timeline[self._next].time_s <= now_s:
+            out.extend(self.timeline[self._next].actions)
+            self._next += 1
+        return out
+
     def __repr__(self) -> str:
+        if self.timeline is not None:
+            return f"<OracleController replaying {len(self.timeline)} steps, next #{self._next}>"
         return f"<OracleController {len(self.plan)} planned juggles, next #{self._next}>"

@@ -26,6 +26,7 @@ from rich.table import Table
 
 from juggle.core.controllers import load_controller
 from juggle.energy import energy_of
+from juggle.errors import ConfigurationError
 from juggle.runtime.framework import Framework
 from juggle.services.audio import decode_ima_adpcm, encode_ima_adpcm, sine_sweep
 from juggle.shipped import example_modules
@@ -170,16 +171,25 @@ def _throughput(work: _Work, stats: dict[str, Any], service: str, tier: str) -> 
     return n / seconds / 1e6 if seconds else 0.0
 
 
-def run_demo(seed: int = 1, pace: bool = False, hardware: str = "model") -> dict[str, Any]:
+def run_demo(
+    seed: int = 1, pace: bool = False, hardware: str = "model", scale: float = 1.0
+) -> dict[str, Any]:
     """Run the scenario; returns the JSON-ready result (see ``juggle demo --json``).
-    ``hardware="rtl"`` runs every hardware call on the cores' Verilog."""
+    ``hardware="rtl"`` runs every hardware call on the cores' Verilog; ``scale`` (0 < scale
+    <= 1) shortens every phase's work in proportion (the story stays the same)."""
+    if not 0 < scale <= 1:
+        raise ConfigurationError(f'"scale" must be in (0, 1], got {scale!r}', scale)
+
+    def n(count: int) -> int:
+        return max(2, round(count * scale))
+
     sc = _Scenario(seed, pace, hardware)
     try:
         phases = [
-            sc.phase(None, messages=4, chunks=16, start=0),
-            sc.phase("mail", messages=48, chunks=16, start=16),
-            sc.phase("music", messages=8, chunks=160, start=32),
-            sc.phase("mail", messages=48, chunks=16, start=192),
+            sc.phase(None, messages=n(4), chunks=n(16), start=0),
+            sc.phase("mail", messages=n(48), chunks=n(16), start=16),
+            sc.phase("music", messages=n(8), chunks=n(160), start=32),
+            sc.phase("mail", messages=n(48), chunks=n(16), start=192),
         ]
         agree = sc.cross_tier_check()
         stats = {

@@ -76,7 +76,30 @@ def default_cache_dir() -> Path:
     return Path(base) / "juggle" / "rtl"
 
 
-class VerilatorEngine:
+class CachedBuilds:
+    """What every simulator engine shares: a build cache under ``cache_dir`` with a lock per
+    build, and progress messages (logged, and given to ``progress``)."""
+
+    cache_dir: Path
+    _progress: Progress | None
+
+    @contextlib.contextmanager
+    def _locked(self, name: str) -> Iterator[None]:
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.cache_dir / f".{name}.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _say(self, message: str) -> None:
+        log.info("%s", message)
+        if self._progress is not None:
+            self._progress(message)
+
+
+class VerilatorEngine(CachedBuilds):
     """Builds and caches Verilator simulators of RTL designs.
 
     Raises :class:`~juggle.errors.BackendError` when Verilator, perl or a C++ compiler is
@@ -287,21 +310,6 @@ class VerilatorEngine:
         return objects
 
     # -- helpers ---------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _locked(self, name: str) -> Iterator[None]:
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.cache_dir / f".{name}.lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-    def _say(self, message: str) -> None:
-        log.info("%s", message)
-        if self._progress is not None:
-            self._progress(message)
 
     def _run(self, argv: list[str], what: str, *, log_to: Path | None = None) -> str:
         proc = _spawn(argv, self._env)

@@ -27,20 +27,17 @@ simulates it several times slower than Verilator.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import logging
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from juggle.errors import BackendError
 from juggle.fabric.rtl.catalog import RtlDesign
-from juggle.fabric.rtl.engine import Progress, default_cache_dir, stderr_progress
+from juggle.fabric.rtl.engine import CachedBuilds, Progress, default_cache_dir, stderr_progress
 
 __all__ = ["HARNESS_V", "IcarusEngine"]
 
@@ -187,7 +184,7 @@ exec {vvp} -n "$(dirname "$0")/sim.vvp" +read_cycles="$1" +write_cycles="$2"
 """
 
 
-class IcarusEngine:
+class IcarusEngine(CachedBuilds):
     """Builds and caches Icarus Verilog simulators of RTL designs.
 
     Raises :class:`~juggle.errors.BackendError` when ``iverilog`` or ``vvp`` is missing (the
@@ -316,21 +313,6 @@ class IcarusEngine:
         return exe
 
     # -- helpers ---------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _locked(self, name: str) -> Iterator[None]:
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.cache_dir / f".{name}.lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-    def _say(self, message: str) -> None:
-        log.info("%s", message)
-        if self._progress is not None:
-            self._progress(message)
 
     def __repr__(self) -> str:
         return f"<IcarusEngine {self.version}, cache {self.cache_dir}>"

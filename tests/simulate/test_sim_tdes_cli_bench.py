@@ -101,3 +101,18 @@ def test_packet_level_run_serves_every_packet_in_order_of_its_costs() -> None:
     )
     run = sim.run_packet_level(model, flows, np.array([0.0, 1.0, 2.0, 1000.0]))
     assert run.packets == 4 and run.makespan_us > 1000.0 and run.events > 4 * 4
+
+
+def test_simulate_tdes_plot_writes_fig7_and_says_so(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from juggle.cli import _register_scenarios, app
+
+    _register_scenarios()
+    target = tmp_path / "fig7.png"
+    result = CliRunner().invoke(app, ["simulate", "tdes", "--plot", str(target)])
+    assert result.exit_code == 0, result.output
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and target.stat().st_size > 10_000
+    assert f"wrote {target}" in result.stderr
+    refused = CliRunner().invoke(app, ["simulate", "tdes", "--energy", "--plot", str(target)])
+    assert refused.exit_code == 2 and "--energy" in refused.stderr

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from juggle.clierror import fail
-from juggle.errors import JuggleError
+from juggle.errors import ConfigurationError, JuggleError
 from juggle.simulate.edge_router import EXPERIMENTS, run_edge_router
 from juggle.simulate.tdes import run_tdes, run_tdes_energy
 
@@ -50,6 +50,8 @@ def edge_router(
         doc = run_edge_router(experiment, seed=seed, policies=policy or None, plot=plot)
     except JuggleError as exc:
         fail(exc, json_out)
+    if plot is not None:
+        typer.echo(f"wrote {plot}", err=True)
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
@@ -73,13 +75,24 @@ def tdes(
             "through the FPGA, from the profile's power inputs and the throughput model.",
         ),
     ] = False,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write Fig 7 as a PNG figure to this file.")
+    ] = None,
 ) -> None:
     """Triple-DES throughput per tier vs buffer size on the simulated xupv2p (Fig 7), or its
     energy (Fig 8) with ``--energy``."""
     try:
         doc = run_tdes_energy(hardware=hardware) if energy else run_tdes(hardware=hardware)
+        if plot is not None:
+            if energy:
+                raise ConfigurationError('"--plot" draws Fig 7; leave out --energy', plot)
+            from juggle.simulate.edge_router_plot import plot_tdes
+
+            plot_tdes(doc, plot)
     except JuggleError as exc:
         fail(exc, json_out)
+    if plot is not None:
+        typer.echo(f"wrote {plot}", err=True)
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

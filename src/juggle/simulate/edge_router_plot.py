@@ -13,10 +13,21 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import ScalarFormatter
 
 from juggle.errors import ConfigurationError
 
-__all__ = ["plot_result"]
+__all__ = ["plot_result", "plot_tdes"]
+
+_STYLES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def _check_png(path: Path) -> None:
+    if path.suffix.lower() != ".png":
+        raise ConfigurationError(f'"--plot" must name a .png file, got {str(path)!r}', path)
+    if not path.parent.exists():
+        raise ConfigurationError(f"folder {str(path.parent)!r} does not exist", path)
 
 
 def plot_result(result: dict[str, Any], path: Path) -> Path:
@@ -25,10 +36,7 @@ def plot_result(result: dict[str, Any], path: Path) -> Path:
     Raises :class:`~juggle.errors.ConfigurationError` when ``path`` does not end in .png or
     its folder does not exist.
     """
-    if path.suffix.lower() != ".png":
-        raise ConfigurationError(f'"--plot" must name a .png file, got {str(path)!r}', path)
-    if not path.parent.exists():
-        raise ConfigurationError(f"folder {str(path.parent)!r} does not exist", path)
+    _check_png(path)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     try:
         if result["experiment"] == "table4":
@@ -64,8 +72,20 @@ def _table4(ax: Any, result: dict[str, Any]) -> None:
 def _speedup(ax: Any, result: dict[str, Any]) -> None:
     xs = result["x"]
     positions = range(len(xs))
-    for i, (policy, values) in enumerate(sorted(result["speedup"].items())):
-        ax.plot(positions, values, marker="o", color=f"C{i}", label=policy)
+    policies = sorted(result["speedup"].items())
+    spread = 0.04  # policies that tie would hide each other: each gets its own small offset
+    for i, (policy, values) in enumerate(policies):
+        shift = (i - (len(policies) - 1) / 2) * spread
+        ax.plot(
+            [p + shift for p in positions],
+            values,
+            marker=_MARKERS[i % len(_MARKERS)],
+            ls=_STYLES[i % len(_STYLES)],
+            lw=2.2 if policy == "adaptive" else 1.4,
+            zorder=3 if policy == "adaptive" else 2,
+            color=f"C{i}",
+            label=policy,
+        )
     ax.axhline(1.0, color="grey", lw=1, ls="--", label="static (Config_A)")
     ax.set_xticks(list(positions), [str(x) for x in xs])
     label = {"stability_ms": "network stability (ms)", "spikes_per_period": "spikes per period"}
@@ -73,3 +93,34 @@ def _speedup(ax: Any, result: dict[str, Any]) -> None:
     ax.set_ylabel("speedup = T_static / T_policy")
     ax.set_title(f"Edge router, {result['experiment']} (MODELED, seed {result['seed']})")
     ax.legend(fontsize=8)
+
+
+def plot_tdes(doc: dict[str, Any], path: Path) -> Path:
+    """Write Fig 7 (TDES throughput per tier against the buffer size, from
+    :func:`~juggle.simulate.tdes.run_tdes`) as a PNG; with ``hardware="rtl"`` the hardware
+    curves counted on the Verilog are drawn beside the model's, dotted.
+
+    Raises :class:`~juggle.errors.ConfigurationError` as :func:`plot_result`.
+    """
+    _check_png(path)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    try:
+        sizes = doc["sizes"]
+        for i, (tier, values) in enumerate(doc["throughput_mb_s"].items()):
+            ax.plot(sizes, values, marker=_MARKERS[i % len(_MARKERS)], color=f"C{i}", label=tier)
+            rtl = doc.get("throughput_mb_s_rtl", {}).get(tier)
+            if rtl is not None:
+                ax.plot(sizes, rtl, ls=":", lw=2.5, color=f"C{i}", label=f"{tier} (RTL)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(ScalarFormatter())
+        ax.set_xlabel("buffer size (bytes)")
+        ax.set_ylabel("throughput (MB/s)")
+        ax.set_title(f"TDES throughput per tier on {doc['board']}, Juggle Fig 7 (MODELED)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+    return path

@@ -82,6 +82,31 @@ class CachedBuilds:
 
     cache_dir: Path
     _progress: Progress | None
+    #: what a cache folder's name starts with (engines share one cache directory)
+    _prefix = ""
+
+    def _recipe(self, design: RtlDesign) -> tuple[bytes, ...]:
+        """What besides the sources makes a build differ (tool version, harness, top)."""
+        raise NotImplementedError
+
+    def build_key(self, design: RtlDesign) -> str:
+        """The cache key of ``design``'s simulator (hex)."""
+        digest = hashlib.sha256()
+        for part in self._recipe(design):
+            digest.update(part + b"\0")
+        for source in design.sources:
+            digest.update(source.name.encode() + b"\0")
+            digest.update(source.read_bytes() + b"\0")
+        return digest.hexdigest()
+
+    def executable(self, design: RtlDesign) -> Path:
+        """Where ``design``'s simulator is (or will be) cached."""
+        key = self.build_key(design)
+        return self.cache_dir / f"{self._prefix}{design.design}-{design.top}-{key[:20]}" / "sim"
+
+    def is_built(self, design: RtlDesign) -> bool:
+        """Whether ``design``'s simulator is in the cache."""
+        return self.executable(design).is_file()
 
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[None]:
@@ -172,25 +197,9 @@ class VerilatorEngine(CachedBuilds):
 
     # -- building ------------------------------------------------------------------------------
 
-    def build_key(self, design: RtlDesign) -> str:
-        """The cache key of ``design``'s simulator (hex)."""
-        digest = hashlib.sha256()
-        for part in (_RECIPE, self._version_key, design.top):
-            digest.update(part.encode() + b"\0")
-        digest.update(HARNESS.read_bytes() + b"\0")
-        for source in design.sources:
-            digest.update(source.name.encode() + b"\0")
-            digest.update(source.read_bytes() + b"\0")
-        return digest.hexdigest()
-
-    def executable(self, design: RtlDesign) -> Path:
-        """Where ``design``'s simulator is (or will be) cached."""
-        key = self.build_key(design)
-        return self.cache_dir / f"{design.design}-{design.top}-{key[:20]}" / "sim"
-
-    def is_built(self, design: RtlDesign) -> bool:
-        """Whether ``design``'s simulator is in the cache."""
-        return self.executable(design).is_file()
+    def _recipe(self, design: RtlDesign) -> tuple[bytes, ...]:
+        parts = (_RECIPE, self._version_key, design.top)
+        return (*(part.encode() for part in parts), HARNESS.read_bytes())
 
     def build(self, design: RtlDesign) -> Path:
         """``design``'s simulator executable, built now unless cached.

@@ -27,7 +27,6 @@ simulates it several times slower than Verilator.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 import subprocess
@@ -192,6 +191,7 @@ class IcarusEngine(CachedBuilds):
     """
 
     name = "icarus"
+    _prefix = "icarus-"
 
     def __init__(
         self,
@@ -241,24 +241,9 @@ class IcarusEngine(CachedBuilds):
         """The Verilog harness text for ``design``."""
         return HARNESS_V.replace("JG_TOP", design.top)
 
-    def build_key(self, design: RtlDesign) -> str:
-        """The cache key of ``design``'s simulator (hex)."""
-        digest = hashlib.sha256()
-        for part in (_RECIPE, self._version_key, design.top, self.harness(design)):
-            digest.update(part.encode() + b"\0")
-        for source in design.sources:
-            digest.update(source.name.encode() + b"\0")
-            digest.update(source.read_bytes() + b"\0")
-        return digest.hexdigest()
-
-    def executable(self, design: RtlDesign) -> Path:
-        """Where ``design``'s simulator is (or will be) cached."""
-        key = self.build_key(design)
-        return self.cache_dir / f"icarus-{design.design}-{design.top}-{key[:20]}" / "sim"
-
-    def is_built(self, design: RtlDesign) -> bool:
-        """Whether ``design``'s simulator is in the cache."""
-        return self.executable(design).is_file()
+    def _recipe(self, design: RtlDesign) -> tuple[bytes, ...]:
+        parts = (_RECIPE, self._version_key, design.top, self.harness(design))
+        return tuple(part.encode() for part in parts)
 
     def build(self, design: RtlDesign) -> Path:
         """``design``'s simulator executable, built now unless cached.

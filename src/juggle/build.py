@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from juggle.errors import BackendError, DescriptorError
-from juggle.fabric.bitstream import parse_bitstream
 from juggle.fabric.profiles import load_profile
 from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits
@@ -75,9 +74,9 @@ def build_module(
     for spec in descriptor.services:
         if spec.hardware is None:
             continue
-        for relpath in spec.hardware.bitstreams.values():
-            data = source.read_bytes(relpath)
-            design = parse_bitstream(data, source=source.display(relpath), limits=limits).design
+        loaded = source.load_bitstreams(spec.hardware.bitstreams, board.region_names())
+        for _, bitstream, _ in loaded.values():
+            design = bitstream.design
             if design in designs:
                 continue
             sources, top = _rtl_of(source, design)

@@ -36,9 +36,7 @@ from juggle.errors import (
     DuplicateModuleError,
     FabricError,
     FrameworkClosedError,
-    IntegrityError,
     JuggleError,
-    MissingBitstreamError,
     ModuleError,
     SanityCheckError,
     ServiceUnavailableError,
@@ -48,7 +46,6 @@ from juggle.errors import (
     UnknownModuleError,
     UnknownServiceError,
 )
-from juggle.fabric.bitstream import Bitstream, parse_bitstream
 from juggle.fabric.fabric import Fabric, open_fabric
 from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits
@@ -57,7 +54,6 @@ from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, HardwareCore
 from juggle.runtime.integrity import (
     DESCRIPTOR_FILE,
     load_public_keys,
-    sha256_of,
     unpinned,
     verify_pins,
     verify_signature,
@@ -73,7 +69,7 @@ from juggle.runtime.modules import (
 )
 from juggle.runtime.proxy import TIERS, ServiceProxy, binding_of
 from juggle.runtime.registry import Registry
-from juggle.runtime.services import Hardware, ManagedService, PinnedFile, ProxyFactory
+from juggle.runtime.services import Hardware, ManagedService, ProxyFactory
 from juggle.runtime.tenancy import SignalChannel, TenantArbiter, TenantSnapshot
 from juggle.runtime.tracing import Accumulator, CallStats, merge, ns_per_tick
 
@@ -411,28 +407,13 @@ class Framework:
         assert hw is not None
         driver = self._check_class(ns.resolve(hw.driver, "driver"), hw.driver, interface, args=1)
         model = ns.resolve(hw.model, "model") if hw.model else None
-        bitstreams: dict[str, tuple[Bitstream, bytes]] = {}
-        pinned: dict[str, PinnedFile] = {}
-        for region, relpath in hw.bitstreams.items():
-            if not relpath or not source.exists(relpath):
-                raise MissingBitstreamError(
-                    f"bitstream {relpath!r} for region {region!r} not found in module "
-                    f"{str(source.location)!r}",
-                    subject=source.display(relpath),
-                )
-            data = source.read_bytes(relpath)
-            shown = source.display(relpath)
-            pin = source.pins.get(relpath)
-            if pin is not None and sha256_of(data) != pin:
-                raise IntegrityError(f"bitstream {shown!r} does not match its pin", shown)
-            bitstream = parse_bitstream(data, source=shown, limits=self.limits)
-            target = region
-            if region == "*":
-                names = self.fabric.region_names()
-                target = bitstream.region or (names[0] if names else "*")
-            bitstreams[target] = (bitstream, data)
-            if pin is not None:
-                pinned[target] = source.pinned_file(relpath, pin)
+        loaded = source.load_bitstreams(hw.bitstreams, self.fabric.region_names())
+        bitstreams = {target: (bs, data) for target, (_, bs, data) in loaded.items()}
+        pinned = {
+            target: source.pinned_file(relpath, source.pins[relpath])
+            for target, (relpath, _, _) in loaded.items()
+            if relpath in source.pins
+        }
         if model is not None:
             for bitstream, _ in bitstreams.values():  # released if the install fails
                 self.fabric.models.claim(

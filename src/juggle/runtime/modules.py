@@ -22,7 +22,7 @@ import os
 import sys
 import types
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -31,11 +31,13 @@ from juggle.errors import (
     InputLimitError,
     IntegrityError,
     JuggleError,
+    MissingBitstreamError,
     ModuleCodeError,
     ModuleError,
     ModuleStateError,
     UnknownClassError,
 )
+from juggle.fabric.bitstream import Bitstream, parse_bitstream
 from juggle.limits import DEFAULT_LIMITS, Limits, check_size
 from juggle.runtime.descriptors import (
     DESCRIPTOR_NAMES,
@@ -43,7 +45,7 @@ from juggle.runtime.descriptors import (
     parse_comodule_xml,
     parse_toml,
 )
-from juggle.runtime.integrity import SIGNATURE_FILE, inside, module_files
+from juggle.runtime.integrity import SIGNATURE_FILE, inside, module_files, sha256_of
 
 if TYPE_CHECKING:
     from juggle.runtime.framework import Framework
@@ -248,6 +250,38 @@ class ModuleSource:
             raise ModuleError(
                 f"cannot read {shown!r} from the archive: {type(exc).__name__}: {exc}", shown
             ) from exc
+
+    def load_bitstreams(
+        self, bitstreams: Mapping[str, str], region_names: Sequence[str]
+    ) -> dict[str, tuple[str, Bitstream, bytes]]:
+        """The bitstream files a hardware spec names (region or ``"*"`` → module-relative
+        path): read within the limits, checked against their pins (:attr:`pins`) and parsed,
+        as target region → (path, header, bytes). ``"*"`` targets the bitstream's own
+        ``Region=`` tag, else the first of ``region_names``.
+
+        Raises :class:`~juggle.errors.MissingBitstreamError`,
+        :class:`~juggle.errors.IntegrityError` and
+        :class:`~juggle.errors.BitstreamFormatError` naming the file.
+        """
+        out: dict[str, tuple[str, Bitstream, bytes]] = {}
+        for region, relpath in bitstreams.items():
+            if not relpath or not self.exists(relpath):
+                raise MissingBitstreamError(
+                    f"bitstream {relpath!r} for region {region!r} not found in module "
+                    f"{str(self.location)!r}",
+                    subject=self.display(relpath),
+                )
+            data = self.read_bytes(relpath)
+            shown = self.display(relpath)
+            pin = self.pins.get(relpath)
+            if pin is not None and sha256_of(data) != pin:
+                raise IntegrityError(f"bitstream {shown!r} does not match its pin", shown)
+            bitstream = parse_bitstream(data, source=shown, limits=self.limits)
+            target = region
+            if region == "*":
+                target = bitstream.region or (region_names[0] if region_names else "*")
+            out[target] = (relpath, bitstream, data)
+        return out
 
     def pinned_file(self, relpath: str, digest: str) -> PinnedFile:
         """A :class:`~juggle.runtime.services.PinnedFile` for ``relpath``, verified now."""

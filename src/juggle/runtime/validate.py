@@ -24,12 +24,10 @@ from typing import Any
 from juggle.errors import (
     DescriptorError,
     InputLimitError,
-    MissingBitstreamError,
     ModuleCodeError,
     UnknownClassError,
     UnknownInterfaceError,
 )
-from juggle.fabric.bitstream import parse_bitstream
 from juggle.fabric.fabric import open_fabric
 from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits
@@ -232,20 +230,9 @@ def _check_hardware(
     out: dict[str, dict[str, Any]] = {}
     hw = spec.hardware
     resources = Resources(**hw.resources.model_dump()) if hw.resources is not None else None
-    for region, relpath in hw.bitstreams.items():
-        if not relpath or not source.exists(relpath):
-            raise MissingBitstreamError(
-                f"bitstream {relpath!r} for region {region!r} not found in module "
-                f"{str(source.location)!r}",
-                subject=source.display(relpath),
-            )
-        bitstream = parse_bitstream(
-            source.read_bytes(relpath), source=source.display(relpath), limits=limits
-        )
-        target = region
-        if region == "*":
-            names = fabric.region_names()
-            target = bitstream.region or (names[0] if names else "*")
+    for target, (_, bitstream, _) in source.load_bitstreams(
+        hw.bitstreams, fabric.region_names()
+    ).items():
         fabric.check(bitstream, target, resources, design=not hw.model)
         out[target] = {"design": bitstream.design, "part": bitstream.part, "bytes": bitstream.size}
     return out

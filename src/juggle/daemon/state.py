@@ -18,11 +18,11 @@ import fcntl
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from juggle.daemon.errors import DaemonError
+from juggle.runtime.integrity import replace_file
 
 __all__ = ["ModuleEntry", "StateDir"]
 
@@ -41,19 +41,9 @@ class ModuleEntry:
     started: bool = True
 
 
-def _atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def _atomic_write(path: Path, data: bytes) -> None:
+    """State files are the daemon's alone: written atomically, mode 0600."""
+    replace_file(path, data, 0o600)
 
 
 class StateDir:

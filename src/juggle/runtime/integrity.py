@@ -578,22 +578,29 @@ def _with_pins(text: str, pins: Mapping[str, str], origin: str) -> str:
     return f"{base}[pins]{newline}{body}"
 
 
+def replace_file(path: Path, data: bytes, mode: int) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (a synced temp file in the same
+    folder, given ``mode``, then renamed over it). Raises ``OSError``; no temp file is left."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Replace ``path`` with ``data`` (temp file in the same folder, then rename)."""
+    """:func:`replace_file` keeping the file's mode (0644 for a new one); a failure is a
+    :class:`~juggle.errors.ModuleError` naming the path."""
     try:
         if mode is None:
             mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(path, data, mode)
     except OSError as exc:
         raise ModuleError(f"cannot write {str(path)!r}: {exc}", str(path)) from exc
 

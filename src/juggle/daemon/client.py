@@ -60,7 +60,7 @@ from juggle.daemon.protocol import (
     pack,
     unpack,
 )
-from juggle.errors import JuggleError, TenancyError
+from juggle.errors import JuggleError
 from juggle.runtime.framework import (
     JuggleReport,
     RegionSnapshot,
@@ -68,7 +68,7 @@ from juggle.runtime.framework import (
     ServiceStatistics,
 )
 from juggle.runtime.modules import ModuleSnapshot
-from juggle.runtime.tenants import SIGNAL_BACKLOG, TenantSignal, TenantSnapshot
+from juggle.runtime.tenants import SignalChannel, TenantSignal, TenantSnapshot
 
 __all__ = [
     "DEFAULT_SHM_THRESHOLD",
@@ -85,7 +85,6 @@ DEFAULT_SHM_THRESHOLD = 8 << 10
 MIN_SEGMENT = 64 << 10
 _MAX_FDS = 16
 _RECV = 1 << 16
-_SIGNAL_KINDS = frozenset({"wait", "ready", "preempt"})
 
 
 # -- one connection --------------------------------------------------------------------------
@@ -664,64 +663,10 @@ def _proxy_class(interface: str, methods: Iterable[str]) -> type[RemoteProxy]:
 # -- signals ---------------------------------------------------------------------------------
 
 
-class RemoteSignalChannel:
+class RemoteSignalChannel(SignalChannel):
     """The tenant's WAIT / READY / PREEMPT signals, pushed by the daemon; read like a
     :class:`~juggle.SignalChannel` (:meth:`get`, :meth:`wait_for`, :meth:`drain`), or iterate
-    (blocks; ends when the client closes)."""
-
-    def __init__(self, tenant: str, backlog: int = SIGNAL_BACKLOG) -> None:
-        self.tenant = tenant
-        self._items: deque[TenantSignal] = deque(maxlen=backlog)
-        self._cond = threading.Condition()
-        self._closed = False
-        self.dropped = 0
-
-    def _push(self, signal: TenantSignal) -> None:
-        with self._cond:
-            if len(self._items) == self._items.maxlen:
-                self.dropped += 1
-            self._items.append(signal)
-            self._cond.notify_all()
-
-    def _close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def get(self, timeout: float | None = None) -> TenantSignal | None:
-        """The oldest unread signal, waiting up to ``timeout`` s (None: until the client
-        closes); None when none came."""
-        with self._cond:
-            self._cond.wait_for(lambda: bool(self._items) or self._closed, timeout)
-            return self._items.popleft() if self._items else None
-
-    def wait_for(
-        self, kind: str, *, device: str | None = None, timeout: float | None = None
-    ) -> TenantSignal | None:
-        """Read signals until one of ``kind`` (about ``device``, if given) comes within
-        ``timeout`` s; the ones read before it are consumed. None on timeout."""
-        if kind not in _SIGNAL_KINDS:
-            raise TenancyError(
-                f'"kind" must be one of {", ".join(sorted(_SIGNAL_KINDS))}; got {kind!r}', kind
-            )
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while True:
-                while self._items:
-                    signal = self._items.popleft()
-                    if signal.kind == kind and device in (None, signal.device):
-                        return signal
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if self._closed or (remaining is not None and remaining <= 0):
-                    return None
-                self._cond.wait(remaining)
-
-    def drain(self) -> tuple[TenantSignal, ...]:
-        """Every unread signal, oldest first."""
-        with self._cond:
-            items = tuple(self._items)
-            self._items.clear()
-            return items
+    (blocks; ends when the client closes, which closes the channel)."""
 
     def __iter__(self) -> Iterator[TenantSignal]:
         while True:
@@ -729,10 +674,6 @@ class RemoteSignalChannel:
             if signal is None:
                 return
             yield signal
-
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._items)
 
 
 # -- the client ------------------------------------------------------------------------------
@@ -858,7 +799,7 @@ class Client:
     def _on_push(self, message: dict[str, Any]) -> None:
         if message.get("push") == "signal" and self._channel is not None:
             with contextlib.suppress(ProtocolError):
-                self._channel._push(from_wire(TenantSignal, message.get("sig")))
+                self._channel.push(from_wire(TenantSignal, message.get("sig")))
 
     # -- services --------------------------------------------------------------------------
 
@@ -978,7 +919,7 @@ class Client:
         if link is not None:
             link.close()
         if self._channel is not None:
-            self._channel._close()
+            self._channel.close()
 
     def __enter__(self) -> Client:
         return self

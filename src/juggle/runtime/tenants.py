@@ -72,6 +72,7 @@ class SignalChannel:
         self._items: deque[TenantSignal] = deque(maxlen=backlog)
         self._cond = threading.Condition()
         self._listeners: tuple[Callable[[TenantSignal], None], ...] = ()
+        self._closed = False
         self.dropped = 0
 
     def push(self, signal: TenantSignal) -> tuple[Callable[[TenantSignal], None], ...]:
@@ -83,13 +84,19 @@ class SignalChannel:
             self._cond.notify_all()
             return self._listeners
 
-    def get(self, timeout: float | None = None) -> TenantSignal | None:
-        """The oldest unread signal, waiting up to ``timeout`` seconds (None: forever);
-        None when none arrived in time."""
+    def close(self) -> None:
+        """No more signals will come: readers waiting now, and later ones once the unread
+        signals are read, get None at once."""
         with self._cond:
-            if not self._cond.wait_for(lambda: bool(self._items), timeout):
-                return None
-            return self._items.popleft()
+            self._closed = True
+            self._cond.notify_all()
+
+    def get(self, timeout: float | None = None) -> TenantSignal | None:
+        """The oldest unread signal, waiting up to ``timeout`` seconds (None: forever, or
+        until the channel is closed); None when none arrived in time."""
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self._items) or self._closed, timeout)
+            return self._items.popleft() if self._items else None
 
     def wait_for(
         self, kind: str, *, device: str | None = None, timeout: float | None = None
@@ -112,7 +119,7 @@ class SignalChannel:
                     if signal.kind == kind and device in (None, signal.device):
                         return signal
                 remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+                if self._closed or (remaining is not None and remaining <= 0):
                     return None
                 self._cond.wait(remaining)
 

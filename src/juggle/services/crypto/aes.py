@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import operator
 import struct
+from collections.abc import Callable
 from functools import cache
 from typing import SupportsIndex
 
@@ -298,17 +299,28 @@ class AES128:
 
     def encrypt_into(self, view: memoryview, size: int) -> None:
         """Encrypt the first ``size`` bytes of a writable byte view in place (ECB)."""
-        keys, unpack, pack = self._enc, _WORDS.unpack_from, _WORDS.pack_into
-        for offset in range(0, size, AES_BLOCK_SIZE):
-            w0, w1, w2, w3 = unpack(view, offset)
-            pack(view, offset, *_encrypt(w0, w1, w2, w3, keys))
+        _crypt_view(view, size, _encrypt, self._enc)
 
     def decrypt_into(self, view: memoryview, size: int) -> None:
         """Decrypt the first ``size`` bytes of a writable byte view in place (ECB)."""
-        keys, unpack, pack = self._dec, _WORDS.unpack_from, _WORDS.pack_into
-        for offset in range(0, size, AES_BLOCK_SIZE):
-            w0, w1, w2, w3 = unpack(view, offset)
-            pack(view, offset, *_decrypt(w0, w1, w2, w3, keys))
+        _crypt_view(view, size, _decrypt, self._dec)
+
+
+def _crypt_view(
+    view: memoryview,
+    size: int,
+    block: Callable[[int, int, int, int, tuple[_RoundKey, ...]], tuple[int, int, int, int]],
+    keys: tuple[_RoundKey, ...],
+) -> None:
+    """ECB in place over the first ``size`` bytes of a byte view (size a multiple of 16); a
+    strided view is worked on through a contiguous copy."""
+    buf: memoryview | bytearray = view if view.c_contiguous else bytearray(view[:size])
+    unpack, pack = _WORDS.unpack_from, _WORDS.pack_into
+    for offset in range(0, size, AES_BLOCK_SIZE):
+        w0, w1, w2, w3 = unpack(buf, offset)
+        pack(buf, offset, *block(w0, w1, w2, w3, keys))
+    if buf is not view:
+        view[:size] = buf
 
 
 def aes_encrypt_block(key: bytes, block: int) -> int:

@@ -388,6 +388,7 @@ class AesDriver(EncryptionService):
 
     def _run(self, buf: Buffer, size: int, control: int) -> int:
         view = aes_block_view(buf, size)
+        src = view if view.c_contiguous else view[:size].tobytes()  # a strided view: a copy
         read, write = self._mmio.read32, self._mmio.write32
         unpack, pack = _BLOCK.unpack_from, _BLOCK.pack_into
         max_polls, done = self._max_polls, STATUS_DONE
@@ -401,7 +402,7 @@ class AesDriver(EncryptionService):
                     subject=self,
                 )
             for offset in range(0, size, AES_BLOCK_SIZE):
-                w0, w1, w2, w3 = unpack(view, offset)
+                w0, w1, w2, w3 = unpack(src, offset)
                 write(d0, w0)
                 write(d1, w1)
                 write(d2, w2)

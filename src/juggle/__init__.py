@@ -11,6 +11,8 @@ code or a hardware module in a region of a reconfigurable fabric serves the call
     fw.juggle(to_hardware=enc.service_id)         # the Juggle primitive
 """
 
+from typing import TYPE_CHECKING, Any
+
 from juggle.errors import (
     AllocatorError,
     BitstreamError,
@@ -44,7 +46,8 @@ from juggle.runtime.tenants import SignalChannel, TenantSignal, TenantSnapshot
 
 __version__ = "0.1.0"
 
-from juggle.daemon import connect
+if TYPE_CHECKING:
+    from juggle.daemon.client import connect
 
 __all__ = [
     "AllocatorError",
@@ -79,3 +82,12 @@ __all__ = [
     "connect",
     "state_setting",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``juggle.connect`` loads the daemon client (asyncio, msgpack) only when first used."""
+    if name == "connect":
+        from juggle.daemon.client import connect
+
+        return connect
+    raise AttributeError(f"module 'juggle' has no attribute {name!r}")

@@ -238,3 +238,70 @@ def test_a_core_whose_first_switch_failed_is_reset_before_the_next_consumer() ->
         core._switch_to(Device(b"\x01"))  # type: ignore[arg-type]
     core._switch_to(Device(b"\x02"))  # type: ignore[arg-type]
     assert core.driver.log == ["key 01", "restore b''", "key 02"]
+
+
+@pytest.mark.parametrize("per_consumer", [False, True])
+def test_the_software_implementation_left_is_taken_up_again_with_the_state_set_since(
+    fw: juggle.Framework, tmp_path: Path, per_consumer: bool
+) -> None:
+    """Back from hardware, a service resumes the software implementation it left (no new one,
+    no replay) when the state did not change, and replays onto it what changed meanwhile."""
+    sid = start_tdes(fw, tmp_path, per_consumer=per_consumer)
+    managed = fw._managed_of(sid)
+    mail = fw.get_service("EncryptionService", consumer="mail")
+    music = fw.get_service("EncryptionService", consumer="music")
+    mail.load_key(KEYS[0])
+    music.load_key(KEYS[1])
+    last = (
+        {"mail": KEYS[0], "music": KEYS[1]}
+        if per_consumer
+        else dict.fromkeys(("mail", "music"), KEYS[1])
+    )
+    before = {c: juggle_impl(p) for c, p in (("mail", mail), ("music", music))}
+    fw.juggle(to_hardware=sid)
+    fw.juggle(to_software=[sid])
+    assert {c: juggle_impl(p) for c, p in (("mail", mail), ("music", music))} == before
+    fw.juggle(to_hardware=sid)
+    mail.load_key(KEYS[2])  # changed while in hardware: carried back
+    last["mail"] = KEYS[2]
+    if not per_consumer:
+        last["music"] = KEYS[2]
+    fw.juggle(to_software=[sid])
+    for consumer, proxy in (("mail", mail), ("music", music)):
+        assert juggle_impl(proxy) is before[consumer]
+        assert encrypt(proxy, PLAIN) == tdes_reference(last[consumer], PLAIN)
+    fw.juggle(to_hardware=sid)
+    fw.unget_service(mail)
+    assert ("native", "mail") not in managed.parked  # a consumer that left leaves nothing
+    fw.juggle(to_software=[sid])
+    assert encrypt(music, PLAIN) == tdes_reference(last["music"], PLAIN)
+
+
+def juggle_impl(proxy: object) -> object:
+    """The implementation serving ``proxy`` now."""
+    from juggle.runtime.proxy import binding_of
+
+    return binding_of(proxy).dispatcher.slot.impl  # type: ignore[arg-type]
+
+
+def test_a_resumed_implementation_continues_from_the_context_the_core_reached(
+    fw: juggle.Framework,
+) -> None:
+    """A decoder's context changes with every call, not only with state-setting calls: the
+    software decoder taken up again after hardware continues where the core stopped."""
+    from juggle.services.audio import decode_ima_adpcm, encode_ima_adpcm, sine_sweep
+
+    module = fw.install(MODULES / "audio")
+    module.start()
+    (snap,) = [s for s in fw.services() if s.module == module.name]
+    stream = encode_ima_adpcm(sine_sweep(0.05))
+    chunks = [stream[i : i + 64] for i in range(0, 6 * 64, 64)]
+    decoder = fw.get_service("DecoderService", consumer="player")
+    out = [decoder.decode(chunks[0])]
+    for chunk in chunks[1:]:
+        if fw._managed_of(snap.service_id).tier == "hardware":
+            fw.juggle(to_software=[snap.service_id])
+        else:
+            fw.juggle(to_hardware=snap.service_id)
+        out.append(decoder.decode(chunk))
+    assert b"".join(out) == decode_ima_adpcm(b"".join(chunks))[0]

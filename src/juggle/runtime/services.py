@@ -39,6 +39,7 @@ from juggle.runtime.proxy import (
     binding_of,
     build_proxy,
     carry_state,
+    has_context,
     make_gone,
     replay_onto,
     wait_drained,
@@ -166,6 +167,10 @@ class ManagedService:
         self.record = StateRecord()  # the one state of a shared service
         self.current: object | None = None  # a shared service's implementation now
         self.devices: dict[str, HardwareDevice] = {}  # consumer (or "") -> virtual device
+        #: (software tier, consumer or "") → an implementation the service left and the
+        #: version of the state record it held then: taken up again on the way back, with no
+        #: replay if the state did not change meanwhile (a cache: a miss makes a new one)
+        self.parked: dict[tuple[str, str], tuple[object, int]] = {}
         self.proxies: dict[str, ServiceProxy] = {}
         #: tier → method → statistics of every consumer that gave its proxy back (folded
         #: into one total, so memory does not grow with the consumers ever seen)
@@ -319,18 +324,41 @@ class ManagedService:
                     if new_current is not None:
                         switched.append((proxy, binding.switch(new_current, tier, carry=False)))
                     else:
-                        impl = self._own_impl(tier, consumer, twins)
-                        switched.append((proxy, binding.switch(impl, tier, carry=not twins)))
+                        impl, carry = self._own_impl(tier, consumer, twins)
+                        switched.append((proxy, binding.switch(impl, tier, carry=carry)))
             except BaseException:
                 for proxy, old in reversed(switched):
                     binding_of(proxy).switch(old.impl, str(old.tier), carry=False)
                 raise
             self.tier = tier
+            if previous != "hardware" and previous != tier and self.instance is None:
+                self._park(previous, switched)
             if not self.per_consumer:
                 self.current = new_current
             if tier != "hardware":
                 self.devices.clear()
             return Switched(previous, switched)
+
+    def _park(self, tier: str, switched: list[tuple[ServiceProxy, Any]]) -> None:
+        """Keep the software implementations just left (one per consumer, or the shared one)
+        with their state records' versions, for :meth:`_unpark`."""
+        if not self.per_consumer:
+            if self.current is not None:
+                self.parked[(tier, "")] = (self.current, self.record.version)
+            return
+        for proxy, old in switched:
+            binding = binding_of(proxy)
+            self.parked[(tier, proxy.consumer)] = (old.impl, binding.record.version)
+
+    def _unpark(self, tier: str, consumer: str, record: StateRecord) -> tuple[object, bool]:
+        """An implementation at software ``tier`` for ``consumer``: the one parked there if
+        any, else a new one; and whether the state must still be carried onto it (not if the
+        parked one holds the record's state and has no context of its own to restore)."""
+        parked = self.parked.pop((tier, consumer), None)
+        if parked is None:
+            return self.new_impl(tier, consumer), True
+        impl, version = parked
+        return impl, version != record.version or has_context(impl)
 
     def versions(self) -> tuple[int, ...]:
         """The state records' versions: they differ after any state-setting call."""
@@ -363,21 +391,29 @@ class ManagedService:
             twin = device.twin() if device is not None else None
             if twin is not None:
                 return twin
-        new = self.new_impl(tier, "")
+        if tier == "hardware":
+            new, carry = self.new_impl(tier, ""), True
+        else:
+            new, carry = self._unpark(tier, "", self.record)
         old = self.current
+        if not carry:
+            return new
         if old is not None:
             carry_state(old, new, self.record)
         else:
             replay_onto(new, self.record)
         return new
 
-    def _own_impl(self, tier: str, consumer: str, twins: bool) -> object:
+    def _own_impl(self, tier: str, consumer: str, twins: bool) -> tuple[object, bool]:
+        """``consumer``'s implementation at ``tier`` and whether its state must be carried."""
         if twins:
             device = self.devices.get(consumer)
             twin = device.twin() if device is not None else None
             if twin is not None:
-                return twin
-        return self.new_impl(tier, consumer)
+                return twin, False
+        if tier == "hardware":
+            return self.new_impl(tier, consumer), True
+        return self._unpark(tier, consumer, self.record_of(consumer))
 
     def drain(self, switched: Switched, timeout_s: float) -> float:
         """Wait until the calls on the old slots ended, then fold their statistics; returns
@@ -422,6 +458,8 @@ class ManagedService:
             binding.switch(make_gone(binding, self.service_id), "gone", carry=False)
             if self.per_consumer:
                 self.devices.pop(consumer, None)
+                for tier in TIERS:
+                    self.parked.pop((tier, consumer), None)
         tenancy = self.framework._tenancy
         if tenancy.arbitrates(self.service_id):  # a tenant's virtual device and region go too
             tenancy.release_consumer(self, consumer)

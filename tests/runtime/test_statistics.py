@@ -74,3 +74,25 @@ def test_unget_makes_proxy_stale_but_keeps_counts(fw: juggle.Framework) -> None:
     assert "tmp" not in stats.per_consumer  # folded: memory does not grow per consumer
     assert stats.per_consumer["(released)"].calls == 1  # counts kept
     assert stats.total.calls == 1
+
+
+def test_counts_survive_many_juggles_and_drained_rows_stay_bounded(fw: juggle.Framework) -> None:
+    """A juggle keeps the drained slots' rows and folds them later: no call is lost across
+    more juggles than a proxy keeps rows for, and the kept rows stay bounded."""
+    from juggle.runtime.proxy import FOLD_AFTER, binding_of
+
+    a = fw.get_service("AddService", consumer="a")
+    expected = {"software": 0, "hardware": 0}
+    for round_ in range(FOLD_AFTER + 7):
+        tier = "hardware" if round_ % 2 == 0 else "software"
+        if tier == "hardware":
+            fw.juggle(to_hardware=a.service_id)
+        else:
+            fw.juggle(to_software=[a.service_id])
+        for i in range(round_ % 3 + 1):
+            a.add(i, 1)
+        expected[tier] += round_ % 3 + 1
+        assert len(binding_of(a).unfolded) < FOLD_AFTER
+    st = fw.statistics(a.service_id)
+    assert {t: st.per_tier[t].calls for t in expected} == expected
+    assert st.total.calls == sum(expected.values())

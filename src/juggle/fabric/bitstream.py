@@ -80,6 +80,7 @@ class Bitstream:
 
 
 @functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64)
 def normalize_part(part: str) -> str:
     """A part name in the form ``.bit`` headers use: lower case, no ``xc`` prefix, no speed grade.
 

@@ -169,9 +169,9 @@ class RegionProfile(_Table):
     window_size: int = Field(gt=0, multiple_of=4)
     bitstream_bytes: int | None = Field(default=None, gt=0)
 
-    @property
+    @functools.cached_property
     def resources(self) -> Resources:
-        """The region's capacity as :class:`Resources`."""
+        """The region's capacity as :class:`Resources` (the profile is frozen: built once)."""
         return Resources(self.slices, self.flipflops, self.mult18, self.ram16)
 
     @model_validator(mode="after")

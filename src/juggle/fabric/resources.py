@@ -34,7 +34,12 @@ class Resources:
 
     def fits_in(self, other: Resources) -> bool:
         """Whether these needs fit into ``other`` (each count <= the other's)."""
-        return not self.shortfall(other)
+        return (
+            self.slices <= other.slices
+            and self.flipflops <= other.flipflops
+            and self.mult18 <= other.mult18
+            and self.ram16 <= other.ram16
+        )
 
     def shortfall(self, other: Resources) -> dict[str, tuple[int, int]]:
         """Each resource these needs exceed in ``other``: name -> (needed, available).

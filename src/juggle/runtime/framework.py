@@ -802,7 +802,9 @@ class Framework:
         that failed.
         """
         self._check_open()
-        if isinstance(to_software, str | bytes) or not isinstance(to_software, Iterable):
+        if type(to_software) not in (list, tuple) and (
+            isinstance(to_software, str | bytes) or not isinstance(to_software, Iterable)
+        ):
             raise UnknownServiceError(
                 f'"to_software" must be service ids (a list), got {to_software!r:.80}',
                 to_software,

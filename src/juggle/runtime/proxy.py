@@ -156,6 +156,10 @@ class _Gone:
         return gone
 
 
+#: Drained slots' statistics rows a proxy keeps before folding them (bounds the memory).
+FOLD_AFTER = 32
+
+
 class ProxyBinding:
     """Live state behind one proxy: dispatcher, recorded state, retired statistics."""
 
@@ -176,6 +180,9 @@ class ProxyBinding:
         self.record = record if record is not None else StateRecord()
         self.lock = self.record.lock
         self.retired: dict[str, dict[str, Accumulator]] = {}
+        #: statistics rows of drained slots not yet folded into ``retired`` (folded when
+        #: read, or when :data:`FOLD_AFTER` are waiting): a juggle only takes the rows
+        self.unfolded: list[tuple[str, list[Any]]] = []
         self.draining: list[Any] = []
         self.dispatcher = dispatch.Dispatcher(self._slot(impl, tier))
 
@@ -207,17 +214,27 @@ class ProxyBinding:
             return old
 
     def retire(self, slot: Any) -> None:
-        """Fold a drained slot's statistics into the per-tier totals."""
+        """Keep a drained slot's statistics for the per-tier totals and let the slot go."""
+        rows = slot.stats()
         with self.lock:
-            per_method = self.retired.setdefault(str(slot.tier), {})
-            for row in slot.stats():
-                per_method.setdefault(row[0], Accumulator()).add_row(row)
+            self.unfolded.append((str(slot.tier), rows))
+            if len(self.unfolded) >= FOLD_AFTER:
+                self._fold()
             if slot in self.draining:
                 self.draining.remove(slot)
+
+    def _fold(self) -> None:
+        """Fold the kept rows into the per-tier totals (the caller holds the lock)."""
+        for tier, rows in self.unfolded:
+            per_method = self.retired.setdefault(tier, {})
+            for row in rows:
+                per_method.setdefault(row[0], Accumulator()).add_row(row)
+        self.unfolded.clear()
 
     def traces(self) -> dict[str, dict[str, Accumulator]]:
         """tier → method → accumulated statistics, live slots included."""
         with self.lock:
+            self._fold()
             out: dict[str, dict[str, Accumulator]] = {}
             for tier, per_method in self.retired.items():
                 target = out.setdefault(tier, {})

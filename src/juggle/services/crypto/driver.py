@@ -30,6 +30,7 @@ block's output until the next block overwrites them, before the driver ever read
 
 from __future__ import annotations
 
+import functools
 import struct
 import threading
 
@@ -56,6 +57,13 @@ _FLAG_KEY_LOADED = 0x01
 _HALVES = struct.Struct(">II")
 
 
+@functools.cache
+def _context_layout(key_count: int) -> struct.Struct:
+    """The context of a core holding ``key_count`` keys: version, count, flags, reserved,
+    then each key as two words."""
+    return struct.Struct(f">BBBB{2 * key_count}I")
+
+
 class _CipherDriver(EncryptionService):
     """Shared block loop; subclasses split the key into the 8-byte keys the core takes."""
 
@@ -68,7 +76,7 @@ class _CipherDriver(EncryptionService):
         self._max_polls = max_polls
         self._lock = threading.Lock()
         self._key_loaded = False
-        self._context = struct.Struct(f">BBBB{2 * self.key_count}I")
+        self._context = _context_layout(self.key_count)
 
     def _split_key(self, key: bytes) -> tuple[bytes, ...]:
         raise NotImplementedError

@@ -23,13 +23,16 @@ $(STAMP_TEST): pyproject.toml setup.py src/juggle/runtime/_dispatch.c | $(BIN)/p
 	command -v iverilog >/dev/null || need=" iverilog"; \
 	$(BIN)/python -c "import find_libpython, sys; sys.exit(find_libpython.find_libpython() is None)" \
 		|| need="$$need libpython$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')"; \
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+		|| need="$$need chromium chromium-driver"; \
 	if [ -z "$$need" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "juggle: installing$$need for the RTL tests (apt-get)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need \
+		echo "juggle: installing$$need for the RTL and browser tests (apt-get)"; \
+		apt-get update -qq || echo "juggle: apt-get update failed; installing from the package lists at hand"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need \
 			|| echo "juggle: apt-get could not install$$need; the tests that need it are skipped"; \
 	else \
-		echo "juggle: the RTL tests want$$need: install it (e.g. sudo apt-get install$$need); until then they are skipped"; \
+		echo "juggle: the RTL and browser tests want$$need: install it (e.g. sudo apt-get install$$need); until then they are skipped"; \
 	fi
 	touch $@ $(STAMP_RUN)
 

@@ -254,6 +254,12 @@ def dashboard(
             "calling them (the page's workload switch does the same)."
         ),
     ] = None,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log", help="Log one line per HTTP request (off: the page polls every second)."
+        ),
+    ] = False,
 ) -> None:
     """Live web view of services, regions and statistics (with Prometheus metrics)."""
     from juggle.dashboard.app import serve
@@ -270,7 +276,14 @@ def dashboard(
 
     if workload not in (None, "demo"):
         raise typer.BadParameter(f'"--workload" must be demo, got {workload!r}')
-    serve(host=host, port=port, modules=module or [], on_ready=ready, workload=bool(workload))
+    serve(
+        host=host,
+        port=port,
+        modules=module or [],
+        on_ready=ready,
+        workload=bool(workload),
+        access_log=access_log,
+    )
 
 
 ConnectOpt = Annotated[

@@ -231,6 +231,8 @@ def test_page_is_self_contained_and_polls_the_api(client: TestClient) -> None:
     assert page.startswith("<!doctype html>")
     for needle in ("/api/services", "/api/regions", "/statistics", "setInterval", "measured"):
         assert needle in page
+    for needle in ('<svg id="throughput"', '<svg id="occupancy"', "/api/live", "/api/foreground"):
+        assert needle in page
     assert "modeled" in page
     assert "http://" not in page and "https://" not in page and "<link" not in page
     assert "innerHTML" not in page  # cells are filled with textContent only
@@ -310,3 +312,75 @@ def test_the_workload_switch_drives_calls(framework: juggle.Framework, client: T
     assert stopped["running"] is False and stopped["failed"] == 0 and stopped["wrong"] == 0
     stats = client.get("/api/services/1/statistics").json()
     assert stats["total"]["calls"] >= 3
+
+
+def test_live_sample_counts_calls_per_tier_and_region_holders(
+    framework: juggle.Framework, client: TestClient
+) -> None:
+    make_calls(framework, "mail", 5)
+    first = client.get("/api/live").json()
+    assert first["kinds"] == {
+        "time_s": "measured",
+        "services.*.calls": "measured",
+        "juggles": "measured",
+    }
+    assert first["services"] == [
+        {
+            "service_id": 1,
+            "interface": "crypto.EncryptionService",
+            "tier": "native",
+            "calls": {"native": 6},
+        }
+    ]
+    assert first["regions"] == [
+        {"name": "prr0", "state": "EMPTY", "service_id": None, "module": None}
+    ]
+    assert (first["juggles"], first["foreground"], first["controller"]) == (0, None, None)
+    client.post("/api/juggle", json={"to_hardware": 1})
+    make_calls(framework, "mail", 2)
+    second = client.get("/api/live").json()
+    assert second["time_s"] > first["time_s"]
+    assert second["services"][0]["tier"] == "hardware"
+    assert second["services"][0]["calls"] == {"hardware": 3, "native": 6}
+    assert second["regions"][0]["service_id"] == 1 and second["regions"][0]["module"] == "tdes"
+    assert second["juggles"] == 1
+
+
+def test_the_workload_switch_moves_the_focus_so_the_controller_juggles(
+    framework: juggle.Framework,
+) -> None:
+    import time
+
+    from juggle.core.controllers import load_controller
+    from juggle.shipped import example_module
+
+    framework.install(example_module("audio")).start()
+    framework.set_controller(load_controller("foreground"))
+    app = create_app(framework, focus_every_s=0.05)
+    with TestClient(app) as test_client:
+        assert test_client.post("/api/workload", json={"on": True}).json()["running"] is True
+        assert app.state.focus.running
+        seen: set[str | None] = set()
+        deadline = time.monotonic() + 20
+        while framework.juggle_count < 3 or seen != {"mail", "music"}:
+            assert time.monotonic() < deadline, f"juggles {framework.juggle_count}, seen {seen}"
+            seen.add(test_client.get("/api/live").json()["foreground"])
+            time.sleep(0.01)
+        holders = {r.to_hardware for r in framework.history()}
+        assert holders == {1, 2}  # each application's service had the fabric in turn
+        stopped = test_client.post("/api/workload", json={"on": False}).json()
+        assert stopped["running"] is False and not app.state.focus.running
+        count = framework.juggle_count
+        time.sleep(0.2)
+        assert framework.juggle_count == count  # the rotation stopped with the workload
+    assert list(framework.controller_errors) == []
+
+
+def test_focus_rotation_refuses_a_bad_period(framework: juggle.Framework) -> None:
+    from juggle.dashboard.app import FocusRotation
+    from juggle.errors import ConfigurationError
+
+    for bad in (0, -1.5, True, "5"):
+        with pytest.raises(ConfigurationError, match="focus_every_s") as caught:
+            FocusRotation(framework, bad)  # type: ignore[arg-type]
+        assert caught.value.subject == bad

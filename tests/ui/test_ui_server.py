@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -42,3 +43,38 @@ def test_uvicorn_serves_services_on_loopback(framework: juggle.Framework) -> Non
 def test_serve_refuses_a_bad_module_before_listening(tmp_path: Path) -> None:
     with pytest.raises(ModuleError, match="does not exist"):
         serve("127.0.0.1", 0, [tmp_path / "missing"])
+
+
+def serve_once(framework: juggle.Framework, **options: Any) -> None:
+    """Serve ``framework`` on a free loopback port, GET /api/services once, stop."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = make_server(framework, "127.0.0.1", port, **options)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        assert httpx.get(f"http://127.0.0.1:{port}/api/services", timeout=5).status_code == 200
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def test_access_log_is_off_unless_asked_for(
+    framework: juggle.Framework, capfd: pytest.CaptureFixture[str]
+) -> None:
+    serve_once(framework)
+    quiet = capfd.readouterr()
+    assert "Started server process" in quiet.err + quiet.out  # the server did log its start
+    assert "/api/services" not in quiet.err + quiet.out
+    serve_once(framework, access_log=True)
+    loud = capfd.readouterr()
+    assert '"GET /api/services HTTP/1.1" 200' in loud.err + loud.out
+    serve_once(framework)  # one server's access log does not turn on the next one's
+    again = capfd.readouterr()
+    assert "Started server process" in again.err and "/api/services" not in again.err + again.out

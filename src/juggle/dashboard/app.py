@@ -10,10 +10,13 @@ Figures carry their kind: call durations are measured, fabric times are modeled.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import math
 import secrets
+import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -47,6 +50,13 @@ __all__ = ["create_app", "make_server", "serve", "to_json"]
 
 #: The kind of each figure of a juggle report (ARCHITECTURE principle 5).
 REPORT_KINDS = {"reconfiguration_ms": "modeled", "bridge_ms": "modeled", "overhead_us": "measured"}
+
+#: Seconds between moves of the focus in ``juggle dashboard --workload demo``.
+DEMO_FOCUS_S = 5.0
+
+#: The kind of each figure of a live sample (``GET /api/live``): the host's monotonic clock
+#: and the calls counted by the runtime's tracing.
+LIVE_KINDS = {"time_s": "measured", "services.*.calls": "measured", "juggles": "measured"}
 
 _UNKNOWN = (UnknownServiceError, UnknownModuleError, UnknownRegionError)
 _BAD_REQUEST = (TierUnavailableError, ServiceArgumentError, ConfigurationError, FilterSyntaxError)
@@ -118,6 +128,92 @@ def _report(report: JuggleReport) -> dict[str, Any]:
     return out
 
 
+class FocusRotation:
+    """Moves the focus among applications every ``every_s`` seconds, in a thread, as a user
+    switching windows would: each move runs ``framework``'s controller (the ``foreground``
+    one juggles the focused application's service into the fabric). Failed juggles land in
+    the framework's ``controller_errors``; a closed framework ends the rotation."""
+
+    def __init__(self, framework: Framework, every_s: float) -> None:
+        if isinstance(every_s, bool) or not isinstance(every_s, int | float) or not every_s > 0:
+            raise ConfigurationError(
+                f'"focus_every_s" must be a number > 0, got {every_s!r:.80}', every_s
+            )
+        self.framework = framework
+        self.every_s = float(every_s)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the rotation's thread runs."""
+        return self._thread is not None
+
+    def start(self, apps: list[str]) -> None:
+        """Rotate over ``apps`` (in this order, from the first); nothing when empty or when
+        already rotating."""
+        if self._thread is not None or not apps:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._run, args=(list(apps),), name="dashboard-focus", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, apps: list[str]) -> None:
+        turn = 0
+        while True:
+            try:
+                self.framework.set_foreground(apps[turn % len(apps)])
+            except JuggleError:  # the framework closed under us
+                return
+            turn += 1
+            if self._stop.wait(self.every_s):
+                return
+
+    def stop(self) -> None:
+        """Stop rotating and wait for the thread (the focus stays where it is)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+
+def live_sample(framework: Framework) -> dict[str, Any]:
+    """One sample of what the page's charts draw, read through ``framework``'s public API.
+
+    ``time_s`` is the host's monotonic clock when the sample was taken; each service carries
+    its tier and the calls it served so far per tier (a client derives calls/s from two
+    samples); each region the service and module holding it. ``kinds`` labels the figures.
+    """
+    services = []
+    for snap in framework.services():
+        with contextlib.suppress(UnknownServiceError):  # unregistered since the listing
+            stats = framework.statistics(snap.service_id)
+            services.append(
+                {
+                    "service_id": snap.service_id,
+                    "interface": snap.interface,
+                    "tier": snap.tier,
+                    "calls": {tier: c.calls for tier, c in stats.per_tier.items()},
+                }
+            )
+    regions = [
+        {"name": r.name, "state": r.state, "service_id": r.service_id, "module": r.module}
+        for r in framework.regions()
+    ]
+    controller = framework.controller
+    return {
+        "time_s": time.monotonic(),
+        "services": services,
+        "regions": regions,
+        "juggles": framework.juggle_count,
+        "foreground": framework.foreground,
+        "controller": None if controller is None else controller.name,
+        "kinds": dict(LIVE_KINDS),
+    }
+
+
 def _error(exc: JuggleError, status: int) -> JSONResponse:
     subject = exc.subject
     if not (subject is None or isinstance(subject, bool | int | float | str)):
@@ -156,6 +252,7 @@ def create_app(
     *,
     token: str | None = None,
     hosts: frozenset[str] | None = None,
+    focus_every_s: float | None = None,
 ) -> FastAPI:
     """A FastAPI app serving ``framework``'s snapshots and commands (the caller owns it).
 
@@ -164,6 +261,11 @@ def create_app(
     otherwise); reads need no token. With ``hosts`` (names without port), a request whose
     ``Host`` header names another host is refused with 403. Without either (an app embedded in
     a program, or a test client) nothing is checked.
+
+    The workload switch (``POST /api/workload``) starts and stops background calls to the
+    services the :class:`~juggle.workload.Workload` knows; with ``focus_every_s`` it also
+    moves the focus among the workload's applications every that many seconds while it runs
+    (see :class:`FocusRotation`), so a controller such as ``foreground`` juggles.
     """
     app = FastAPI(title="juggle dashboard", docs_url=None, redoc_url=None)
     registry = metrics_registry(framework)
@@ -234,8 +336,15 @@ def create_app(
     def snapshot() -> Any:
         return to_json(framework.snapshot())
 
+    @app.get("/api/live")
+    def live() -> Any:
+        """Calls per service and tier so far, tiers and region holders: the charts' sample."""
+        return to_json(live_sample(framework))
+
     workload = Workload(framework)
     app.state.workload = workload
+    focus = None if focus_every_s is None else FocusRotation(framework, focus_every_s)
+    app.state.focus = focus
 
     @app.get("/api/workload")
     def workload_status() -> Any:
@@ -244,8 +353,12 @@ def create_app(
     @app.post("/api/workload")
     def workload_switch(body: WorkloadRequest) -> Any:
         if body.on:
-            workload.start()
+            apps = workload.start()
+            if focus is not None:
+                focus.start(apps)
         else:
+            if focus is not None:
+                focus.stop()
             workload.stop()
         return to_json(workload.status())
 
@@ -321,18 +434,21 @@ def make_server(
     *,
     log_level: str = "info",
     token: str | None = None,
+    access_log: bool = False,
+    focus_every_s: float | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server of the dashboard of ``framework`` on ``host:port`` (not started);
     POSTs need ``token`` when given, and requests must name this host (see
-    :func:`create_app`)."""
+    :func:`create_app`). ``access_log`` logs a line per request (off by default: the page
+    polls several endpoints every second); ``focus_every_s`` goes to :func:`create_app`."""
     hosts = LOOPBACK_HOSTS | {host} if host not in ("0.0.0.0", "::") else None
     config = uvicorn.Config(
-        create_app(framework, token=token, hosts=hosts),
+        create_app(framework, token=token, hosts=hosts, focus_every_s=focus_every_s),
         host=host,
         port=port,
         log_level=log_level,
         lifespan="off",
-        access_log=False,  # a page polls every second: no line per poll
+        access_log=access_log,
     )
     return uvicorn.Server(config)
 
@@ -344,10 +460,14 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
     *,
     workload: bool = False,
+    access_log: bool = False,
 ) -> None:
     """Serve a dashboard on ``host:port`` over a Framework on the simulated ``xupv2p``.
 
-    Installs and starts each of ``modules`` first; blocks until the server is stopped
+    Installs and starts each of ``modules`` first (none and ``workload``: the demo's two
+    applications under the foreground controller, the focus moving between them every
+    :data:`DEMO_FOCUS_S` seconds while the workload runs); starts the background calls when
+    ``workload``; logs each request only with ``access_log``. Blocks until the server is stopped
     (Ctrl-C), then closes the framework. Raises what :meth:`Framework.install` and
     :meth:`Module.start <juggle.runtime.modules.Module.start>` raise for a bad module
     (a :class:`~juggle.errors.JuggleError`), before listening.
@@ -361,15 +481,28 @@ def serve(
             framework.install(example_module("audio")).start()
             framework.set_controller(load_controller("foreground"))
         token = secrets.token_urlsafe(24)
-        server = make_server(framework, host, port, token=token)
-        calls: Workload = cast(FastAPI, server.config.app).state.workload
+        server = make_server(
+            framework,
+            host,
+            port,
+            token=token,
+            access_log=access_log,
+            focus_every_s=DEMO_FOCUS_S if framework.controller is not None else None,
+        )
+        state = cast(FastAPI, server.config.app).state
+        calls: Workload = state.workload
+        focus: FocusRotation | None = state.focus
         if workload:
-            calls.start()
+            apps = calls.start()
+            if focus is not None:
+                focus.start(apps)
         if on_ready is not None:
             on_ready(f"http://{host}:{port}/#token={token}")
         try:
             server.run()
         finally:
+            if focus is not None:
+                focus.stop()
             calls.stop()
     finally:
         framework.close()

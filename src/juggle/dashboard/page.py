@@ -1,8 +1,12 @@
 """The dashboard's single HTML page: self-contained (no external assets), it polls the JSON API.
 
-The page shows services (with buttons to move each between tiers), regions, the measured call
-statistics of every service and the last juggles with their modeled and measured figures. It
-builds every cell with ``textContent``, so names coming from modules are never parsed as HTML.
+The page shows a workload switch, services (with buttons to move each between tiers), a live
+chart of throughput (calls/s per service and tier, measured: derived from two samples of
+``GET /api/live`` a second apart), a timeline of which service held each fabric region over
+the last samples, regions, the measured call statistics of every service and the last juggles
+with their modeled and measured figures. Charts are inline SVG drawn by the page's own script.
+It builds every cell and label with ``textContent``, so names coming from modules are never
+parsed as HTML.
 """
 
 from __future__ import annotations
@@ -25,6 +29,12 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 #status { color: #666; font-size: .85em; }
 .error { color: #b00; }
 button { font-size: .8em; margin-right: .2em; }
+svg.chart { border: 1px solid #ccc; background: #fcfcfc; display: block; }
+svg.chart text { font-size: 10px; fill: #555; }
+.legend { font-size: .8em; margin: .3em 0; }
+.legend span { display: inline-block; margin-right: 1.2em; }
+.swatch { display: inline-block; width: 1.6em; height: .5em; margin-right: .3em;
+  vertical-align: middle; }
 </style>
 </head>
 <body>
@@ -33,10 +43,22 @@ button { font-size: .8em; margin-right: .2em; }
 <div id="notice" class="error"></div>
 <p><button id="workload" onclick="toggleWorkload()">workload: ...</button>
 <span id="workload-status"></span></p>
+<p>focus: <span id="focus-buttons"></span> <span id="focus-status" class="kind"></span></p>
 <h2>services</h2>
 <table id="services"><thead><tr>
 <th>id</th><th>interface</th><th>tier</th><th>region</th><th>module</th><th>consumers</th>
 <th>move to</th></tr></thead><tbody></tbody></table>
+<h2>throughput <span class="kind">(calls/s per service and tier, measured, last
+<span class="window">60</span> s)</span></h2>
+<svg id="throughput" class="chart" width="640" height="180" viewBox="0 0 640 180"
+  role="img" aria-label="throughput per service and tier"></svg>
+<div id="throughput-legend" class="legend"></div>
+<div class="kind">line: solid hardware, dashed native, dotted software</div>
+<h2>region occupancy <span class="kind">(which service held each region, last
+<span class="window">60</span> s)</span></h2>
+<svg id="occupancy" class="chart" width="640" height="40" viewBox="0 0 640 40"
+  role="img" aria-label="region occupancy timeline"></svg>
+<div id="occupancy-legend" class="legend"></div>
 <h2>regions</h2>
 <table id="regions"><thead><tr>
 <th>region</th><th>state</th><th>design</th><th>service</th><th>module</th><th>slices</th>
@@ -114,23 +136,192 @@ function showWorkload(w) {
     (w.running ? "running: " : "stopped: ") + (calls || "no calls") +
     (w.failed ? ", failed " + w.failed : "");
 }
+async function setFocus(app) {
+  await post("/api/foreground", {app: app});
+  refresh();
+}
+function showFocus(live, services) {
+  const apps = [...new Set(services.flatMap(s => s.consumers))].sort();
+  const box = document.getElementById("focus-buttons");
+  box.replaceChildren();
+  for (const app of [...apps, null]) {
+    const button = document.createElement("button");
+    button.textContent = app === null ? "none" : app;
+    button.dataset.app = app === null ? "" : app;
+    button.disabled = app === live.foreground;
+    button.onclick = () => setFocus(app);
+    box.appendChild(button);
+  }
+  document.getElementById("focus-status").textContent =
+    "in focus: " + (live.foreground === null ? "none" : live.foreground) + "; controller: " +
+    (live.controller === null ? "none (juggles only by hand)" : live.controller);
+}
 function fixed(value, digits) { return Number(value).toFixed(digits); }
+
+// -- live charts: inline SVG, one sample of /api/live a second --------------------------
+const SVG = document.getElementById("throughput").namespaceURI;  // the SVG namespace
+const WINDOW = 60;            // samples kept (one a second)
+const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
+                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
+const DASH = {hardware: "", native: "6 3", software: "2 3"};
+let lastLive = null;          // the previous sample of /api/live
+const rateHistory = [];       // per interval: Map "service/tier" -> calls/s
+const occupancy = [];         // per sample: Map region -> {service_id, module, state}
+const seriesNames = new Map(); // "service/tier" -> label
+function svgEl(name, attrs) {
+  const el = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  return el;
+}
+function colour(serviceId) { return PALETTE[(Number(serviceId) - 1) % PALETTE.length]; }
+function pushBounded(list, item) {
+  list.push(item);
+  while (list.length > WINDOW) list.shift();
+}
+function takeSample(live) {
+  const calls = new Map();
+  for (const s of live.services) {
+    for (const [tier, n] of Object.entries(s.calls)) {
+      const key = s.service_id + "/" + tier;
+      calls.set(key, n);
+      seriesNames.set(key, s.service_id + " " + s.interface.split(".").pop() + " " + tier);
+    }
+  }
+  if (lastLive !== null && live.time_s > lastLive.time_s) {
+    const span = live.time_s - lastLive.time_s;
+    const rates = new Map();
+    for (const [key, n] of calls) {
+      rates.set(key, Math.max(0, n - (lastLive.calls.get(key) || 0)) / span);
+    }
+    pushBounded(rateHistory, rates);
+  }
+  lastLive = {time_s: live.time_s, calls: calls};
+  const held = new Map();
+  for (const r of live.regions) held.set(r.name, r);
+  pushBounded(occupancy, held);
+  drawThroughput();
+  drawOccupancy(live.regions.map(r => r.name));
+}
+function drawThroughput() {
+  const svg = document.getElementById("throughput");
+  const legend = document.getElementById("throughput-legend");
+  const W = 640, H = 180, left = 46, top = 8, bottom = 18;
+  const keys = [...new Set(rateHistory.flatMap(m => [...m.keys()]))].sort();
+  let max = 0;
+  for (const m of rateHistory) for (const v of m.values()) max = Math.max(max, v);
+  max = max > 0 ? max * 1.1 : 1;
+  svg.replaceChildren();
+  const plotH = H - top - bottom, plotW = W - left - 6;
+  svg.appendChild(svgEl("line", {x1: left, y1: top + plotH, x2: W - 6, y2: top + plotH,
+                                 stroke: "#999"}));
+  svg.appendChild(svgEl("line", {x1: left, y1: top, x2: left, y2: top + plotH, stroke: "#999"}));
+  const labels = [[fixed(max, max < 10 ? 1 : 0), top + 8], ["0", top + plotH]];
+  for (const [text, y] of labels) {
+    const t = svgEl("text", {x: left - 4, y: y, "text-anchor": "end"});
+    t.textContent = text;
+    svg.appendChild(t);
+  }
+  const axis = svgEl("text", {x: W - 6, y: H - 4, "text-anchor": "end"});
+  axis.textContent = "now";
+  svg.appendChild(axis);
+  const x0 = svgEl("text", {x: left, y: H - 4});
+  x0.textContent = "-" + WINDOW + " s";
+  svg.appendChild(x0);
+  legend.replaceChildren();
+  const step = plotW / (WINDOW - 1);
+  const offset = WINDOW - rateHistory.length;
+  for (const key of keys) {
+    const [service, tier] = key.split("/");
+    const values = rateHistory.map(m => m.get(key) || 0);
+    const points = values.map((v, i) =>
+      fixed(left + (offset + i) * step, 1) + "," + fixed(top + plotH - v / max * plotH, 1));
+    const line = svgEl("polyline", {points: points.join(" "), fill: "none",
+      stroke: colour(service), "stroke-width": tier === "hardware" ? 2.5 : 1.5,
+      "stroke-dasharray": DASH[tier] || ""});
+    line.dataset.service = service;
+    line.dataset.tier = tier;
+    line.dataset.points = values.length;
+    line.dataset.last = values.length ? values[values.length - 1] : 0;
+    svg.appendChild(line);
+    const item = document.createElement("span");
+    const swatch = document.createElement("span");
+    swatch.className = "swatch";
+    swatch.style.background = colour(service);
+    if (tier !== "hardware") swatch.style.opacity = tier === "native" ? "0.6" : "0.3";
+    item.appendChild(swatch);
+    item.appendChild(document.createTextNode(
+      seriesNames.get(key) + ": " + fixed(line.dataset.last, 1) + " calls/s"));
+    legend.appendChild(item);
+  }
+}
+function drawOccupancy(regionNames) {
+  const svg = document.getElementById("occupancy");
+  const legend = document.getElementById("occupancy-legend");
+  const W = 640, left = 46, rowH = 18, gap = 4;
+  const H = Math.max(1, regionNames.length) * (rowH + gap) + gap;
+  svg.setAttribute("height", H);
+  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+  svg.replaceChildren();
+  const cellW = (W - left - 6) / WINDOW;
+  const offset = WINDOW - occupancy.length;
+  const seen = new Map();
+  regionNames.forEach((name, row) => {
+    const y = gap + row * (rowH + gap);
+    const label = svgEl("text", {x: left - 4, y: y + rowH - 5, "text-anchor": "end"});
+    label.textContent = name;
+    svg.appendChild(label);
+    occupancy.forEach((held, i) => {
+      const r = held.get(name);
+      const sid = r ? r.service_id : null;
+      const busy = r && sid === null && r.state !== "EMPTY";
+      const rect = svgEl("rect", {x: fixed(left + (offset + i) * cellW, 2), y: y,
+        width: fixed(cellW + 0.3, 2), height: rowH,
+        fill: sid !== null ? colour(sid) : busy ? "#888" : "#eee"});
+      rect.dataset.region = name;
+      rect.dataset.service = sid === null ? "" : sid;
+      const title = svgEl("title", {});
+      title.textContent = name + ": " + (sid !== null ? "service " + sid + " (" +
+        (r.module || "?") + ")" : r ? r.state.toLowerCase() : "unknown");
+      rect.appendChild(title);
+      svg.appendChild(rect);
+      if (sid !== null) seen.set(sid, r.module);
+    });
+  });
+  legend.replaceChildren();
+  for (const [sid, module] of [...seen].sort((a, b) => a[0] - b[0])) {
+    const item = document.createElement("span");
+    const swatch = document.createElement("span");
+    swatch.className = "swatch";
+    swatch.style.background = colour(sid);
+    item.appendChild(swatch);
+    item.appendChild(document.createTextNode("service " + sid + " (" + (module || "?") + ")"));
+    legend.appendChild(item);
+  }
+}
+
+let refreshing = false;
 async function refresh() {
+  if (refreshing) return;     // a slow answer: skip this tick rather than pile up
+  refreshing = true;
   try {
-    const [services, regions, juggles, workload] = await Promise.all([
+    const [services, regions, juggles, workload, live] = await Promise.all([
       getJson("/api/services"), getJson("/api/regions"), getJson("/api/juggles?limit=10"),
-      getJson("/api/workload")]);
+      getJson("/api/workload"), getJson("/api/live")]);
     showWorkload(workload);
+    showFocus(live, services);
+    takeSample(live);
     const stats = await Promise.all(services.map(
       s => getJson("/api/services/" + s.service_id + "/statistics").catch(() => null)));
     fill("services", services, (row, s) => {
-      cell(row, s.service_id, true); cell(row, s.interface); cell(row, s.tier);
+      row.dataset.service = s.service_id;
+      cell(row, s.service_id, true); cell(row, s.interface); cell(row, s.tier).className = "tier";
       cell(row, s.region); cell(row, s.module); cell(row, s.consumers.join(", "));
       const td = cell(row, "");
       for (const tier of s.tiers) {
         if (tier === s.tier) continue;
         const button = document.createElement("button");
         button.textContent = tier;
+        button.dataset.tier = tier;
         button.onclick = () => setTier(s.service_id, tier);
         td.appendChild(button);
       }
@@ -153,6 +344,8 @@ async function refresh() {
     status("updated " + new Date().toLocaleTimeString(), false);
   } catch (err) {
     status("cannot reach the runtime: " + err.message, true);
+  } finally {
+    refreshing = false;
   }
 }
 refresh();

@@ -3,19 +3,25 @@
 :func:`register` adds the ``sort`` command to the ``simulate`` Typer app; with ``--json`` it
 prints one JSON document (``runs`` → ``SW``/``HW``/``SW+HW`` → ``sort_ms``, ``merge_ms``,
 ``verified``, …), otherwise a table whose caption says which figures are measured or modeled.
+``--plot FILE.png`` draws the result as stacked bars (:mod:`juggle.simulate.sort_plot`),
+announced as ``wrote FILE.png`` on stderr (with ``--json``: under ``files``). A transient
+progress bar on stderr counts the sorted chunks unless ``--json`` or ``--quiet``.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from juggle.errors import HwThreadArgumentError
+from juggle.clierror import fail
+from juggle.errors import ConfigurationError, HwThreadArgumentError
 from juggle.hwthreads.sort import RUN_NAMES, run_sort
+from juggle.simulate.plot_files import announce, check_png, progress_bar
 
 
 def _table(result: dict[str, Any]) -> Table:
@@ -60,12 +66,27 @@ def register(simulate_app: typer.Typer) -> None:
             typer.Option("--chunks", help="Number of chunks [default: one per 2048 words]."),
         ] = None,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the random input.")] = 0,
+        plot: Annotated[
+            Path | None,
+            typer.Option("--plot", help="Write the result as a PNG bar chart to this file."),
+        ] = None,
+        quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar on stderr.")] = False,
     ) -> None:
         """Sort with bubble-sort threads in SW, HW and SW+HW, then merge (ReconOS Fig. 4c)."""
         try:
-            result = run_sort(size, chunks, seed)
+            if plot is not None:
+                check_png(plot)
+            with progress_bar("sort", silent=json_output or quiet) as progress:
+                result = run_sort(size, chunks, seed, progress=progress)
+            if plot is not None:
+                from juggle.simulate.sort_plot import plot_sort
+
+                plot_sort(result, plot)
         except HwThreadArgumentError as exc:
             raise typer.BadParameter(str(exc)) from exc
+        except ConfigurationError as exc:
+            fail(exc, json_output)
+        announce([] if plot is None else [plot], result, json_out=json_output)
         if json_output:
             typer.echo(json.dumps(result, indent=2))
         else:

@@ -1,7 +1,10 @@
 """``juggle simulate edge-router`` and ``juggle simulate tdes``: the commands.
 
 Without ``--json`` they print rich tables (every figure MODELED); with ``--json`` one JSON
-document on stdout. Errors go to stderr with exit status 2. ``simulate tdes --energy`` runs
+document on stdout. Errors go to stderr with exit status 2. ``--plot FILE.png`` writes a
+figure, announced as ``wrote FILE.png`` on stderr (with ``--json``: under ``files`` in the
+document). ``edge-router`` shows a transient progress bar on stderr unless ``--json`` or
+``--quiet``. ``simulate tdes --energy`` runs
 Fig 8's workload instead of Fig 7's sweep: energy per implementation beside the paper's, each
 figure labeled (modeled, calibrated or input).
 """
@@ -20,6 +23,7 @@ from rich.table import Table
 from juggle.clierror import fail
 from juggle.errors import ConfigurationError, JuggleError
 from juggle.simulate.edge_router import EXPERIMENTS, run_edge_router
+from juggle.simulate.plot_files import announce, check_png, progress_bar
 from juggle.simulate.tdes import run_tdes, run_tdes_energy
 
 __all__ = ["edge_router", "register", "render_edge_router", "render_tdes", "tdes"]
@@ -44,14 +48,17 @@ def edge_router(
         list[str] | None,
         typer.Option("--policy", help="Controller to compare (repeatable; figures only)."),
     ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar on stderr.")] = False,
 ) -> None:
     """The edge-router paper (SBCCI 2007) on the simulated virtex4-router board."""
     try:
-        doc = run_edge_router(experiment, seed=seed, policies=policy or None, plot=plot)
+        with progress_bar(f"edge-router {experiment}", silent=json_out or quiet) as progress:
+            doc = run_edge_router(
+                experiment, seed=seed, policies=policy or None, plot=plot, progress=progress
+            )
     except JuggleError as exc:
         fail(exc, json_out)
-    if plot is not None:
-        typer.echo(f"wrote {plot}", err=True)
+    announce([] if plot is None else [plot], doc, json_out=json_out)
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
@@ -82,17 +89,18 @@ def tdes(
     """Triple-DES throughput per tier vs buffer size on the simulated xupv2p (Fig 7), or its
     energy (Fig 8) with ``--energy``."""
     try:
-        doc = run_tdes_energy(hardware=hardware) if energy else run_tdes(hardware=hardware)
         if plot is not None:
             if energy:
                 raise ConfigurationError('"--plot" draws Fig 7; leave out --energy', plot)
+            check_png(plot)
+        doc = run_tdes_energy(hardware=hardware) if energy else run_tdes(hardware=hardware)
+        if plot is not None:
             from juggle.simulate.edge_router_plot import plot_tdes
 
             plot_tdes(doc, plot)
     except JuggleError as exc:
         fail(exc, json_out)
-    if plot is not None:
-        typer.echo(f"wrote {plot}", err=True)
+    announce([] if plot is None else [plot], doc, json_out=json_out)
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

@@ -34,6 +34,7 @@ from juggle.core.controllers.oracle import CostModel, OraclePhase, TimedJuggles
 from juggle.core.controllers.registry import ControllerRegistry, default_registry
 from juggle.errors import ConfigurationError
 from juggle.fabric.profiles import BoardProfile
+from juggle.simulate.plot_files import Progress, check_png
 from juggle.simulate.router import KINDS, RouterModel, RouterRun, RouterSim, load_router_model
 from juggle.simulate.workload import FlowMix, Trace, WorkloadSpec, canonical_mixes, generate_trace
 
@@ -116,16 +117,18 @@ def run_edge_router(
     duration_scale: float = 1.0,
     plot: str | Path | None = None,
     registry: ControllerRegistry | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run one experiment and return its JSON-ready result.
 
     ``policies`` (figures only) default to distribution, fifo, adaptive and oracle; any
     registered controller name works. ``duration_scale`` shortens the traces (tests).
-    ``plot`` writes a PNG figure.
+    ``plot`` writes a PNG figure (its path is checked before anything runs). ``progress`` is
+    called after every simulated run with what ran, the runs done and the runs in all.
 
-    Raises :class:`~juggle.errors.ConfigurationError` for an unknown experiment or a bad
-    scale, :class:`~juggle.errors.ControllerError` for an unknown policy and
-    :class:`~juggle.errors.ProfileError` for a bad profile.
+    Raises :class:`~juggle.errors.ConfigurationError` for an unknown experiment, a bad
+    scale or a bad ``plot`` path, :class:`~juggle.errors.ControllerError` for an unknown
+    policy and :class:`~juggle.errors.ProfileError` for a bad profile.
     """
     if experiment not in EXPERIMENTS:
         raise ConfigurationError(
@@ -134,13 +137,21 @@ def run_edge_router(
         )
     if not duration_scale > 0:
         raise ConfigurationError(f'"duration_scale" must be > 0, got {duration_scale!r}')
+    if plot is not None:
+        check_png(Path(plot))
     model = load_router_model(profile)
     if experiment == "table4":
-        result = _table4(model, seed)
+        result = _table4(model, seed, progress)
     else:
         chosen = list(DEFAULT_POLICIES if policies is None else policies)
         result = _figure(
-            experiment, model, seed, chosen, duration_scale, registry or default_registry()
+            experiment,
+            model,
+            seed,
+            chosen,
+            duration_scale,
+            registry or default_registry(),
+            progress,
         )
     if plot is not None:
         from juggle.simulate.edge_router_plot import plot_result
@@ -166,14 +177,18 @@ def interleave(counts: Sequence[int], rng: np.random.Generator) -> npt.NDArray[n
     return out
 
 
-def _table4(model: RouterModel, seed: int) -> dict[str, Any]:
+def _table4(model: RouterModel, seed: int, progress: Progress | None = None) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     cells: list[float] = []
+    total = len(TABLE4_MIXES) * len(TABLE4_COLUMNS)
     for mix in TABLE4_MIXES:
         flows = interleave(mix, rng)
-        for holds in (*KINDS, None):
+        for column, holds in zip(TABLE4_COLUMNS, (*KINDS, None), strict=True):
             sim = RouterSim(model, flows, arrival_us=None, holds=holds, epoch_us=0.1)
             cells.append(round(sim.run_fixed().makespan_us, 1))
+            if progress is not None:
+                mix_name = "/".join(str(p) for p in mix)
+                progress(f"{mix_name} {column}", len(cells), total)
     errors = [round(100 * (c - p) / p, 2) for c, p in zip(cells, PAPER_TABLE4_US, strict=True)]
     return {
         "experiment": "table4",
@@ -200,14 +215,19 @@ def _figure(
     policies: list[str],
     scale: float,
     registry: ControllerRegistry,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     setup = FIGURES[experiment]
     for name in policies:
         registry.plugin_of(name)
-    points = [
-        _point(model, setup, x, seed + 7919 * i, policies, scale, registry)
-        for i, x in enumerate(setup.x)
-    ]
+    per_point = len(_runs_of(policies))
+    total = per_point * len(setup.x)
+    points = []
+    for i, x in enumerate(setup.x):
+        tick = None
+        if progress is not None:
+            tick = _offset(progress, f"{setup.x_label} {x}", per_point * i, total)
+        points.append(_point(model, setup, x, seed + 7919 * i, policies, scale, registry, tick))
     extra: dict[str, Any] = {}
     if "oracle" in policies:
         extra["oracle_plan"] = [point.oracle_plan for point in points]
@@ -229,6 +249,15 @@ def _figure(
         "reconfig_us": model.reconfig_us,
         **extra,
     }
+
+
+def _offset(progress: Progress, where: str, first: int, total: int) -> Callable[[str, int], None]:
+    """``progress`` as one point sees it: its runs, counted after the points before."""
+
+    def tick(name: str, done: int) -> None:
+        progress(f"{where}: {name}", first + done, total)
+
+    return tick
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,10 +314,15 @@ def _point(
     policies: list[str],
     scale: float,
     registry: ControllerRegistry,
+    tick: Callable[[str, int], None] | None = None,
 ) -> FigurePoint:
+    """One point; ``tick(name, runs done)`` after each run (see :func:`_runs_of`)."""
     trace = figure_trace(model, setup, x, trace_seed, scale)
     static = Recorder(_build(registry, "static", model, trace))
     base = run_router(model, trace, static)
+    done = 1
+    if tick is not None:
+        tick("static", done)
     rivals = {"static": (base, static.timeline())}
     runs: dict[str, RouterRun] = {}
     for name in policies:
@@ -297,9 +331,15 @@ def _point(
         recorder = Recorder(_build(registry, name, model, trace))
         runs[name] = run_router(model, trace, recorder)
         rivals[name] = (runs[name], recorder.timeline())
+        done += 1
+        if tick is not None:
+            tick(name, done)
     plan = None
     if "oracle" in policies:
         runs["oracle"], plan = run_oracle(model, trace, rivals, registry)
+        done += 1
+        if tick is not None:
+            tick("oracle", done)
     return FigurePoint(
         x,
         trace.packets,
@@ -308,6 +348,12 @@ def _point(
         {name: runs[name].reconfigurations for name in policies},
         plan,
     )
+
+
+def _runs_of(policies: Sequence[str]) -> list[str]:
+    """The runs one point makes, in order: static, each other policy once, then the oracle."""
+    names = ["static"] + [n for n in dict.fromkeys(policies) if n != "oracle"]
+    return names + (["oracle"] if "oracle" in policies else [])
 
 
 def figure_trace(

@@ -1,6 +1,8 @@
 """Figures of the edge-router experiments (matplotlib, Agg backend: no display needed).
 
 Every figure is labelled MODELED: the numbers come from the simulated board, not a board.
+``figure_*`` build a figure (tests look at its lines); ``plot_*`` check the path and write it
+(:mod:`juggle.simulate.plot_files`).
 """
 
 from __future__ import annotations
@@ -13,30 +15,29 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 from matplotlib.ticker import ScalarFormatter
 
-from juggle.errors import ConfigurationError
+from juggle.simulate.plot_files import check_png, save_png
 
-__all__ = ["plot_result", "plot_tdes"]
+__all__ = ["figure_result", "figure_tdes", "plot_result", "plot_tdes"]
 
 _STYLES = ("-", "--", "-.", ":")
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
-def _check_png(path: Path) -> None:
-    if path.suffix.lower() != ".png":
-        raise ConfigurationError(f'"--plot" must name a .png file, got {str(path)!r}', path)
-    if not path.parent.exists():
-        raise ConfigurationError(f"folder {str(path.parent)!r} does not exist", path)
-
-
 def plot_result(result: dict[str, Any], path: Path) -> Path:
     """Write ``result`` of :func:`~juggle.simulate.edge_router.run_edge_router` as a PNG.
 
-    Raises :class:`~juggle.errors.ConfigurationError` when ``path`` does not end in .png or
-    its folder does not exist.
+    Raises :class:`~juggle.errors.ConfigurationError` naming ``path`` when it does not end in
+    .png, its folder does not exist, or it cannot be written.
     """
-    _check_png(path)
+    check_png(path)
+    return save_png(figure_result(result), path)
+
+
+def figure_result(result: dict[str, Any]) -> Figure:
+    """The figure :func:`plot_result` writes (the caller closes it)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     try:
         if result["experiment"] == "table4":
@@ -44,10 +45,10 @@ def plot_result(result: dict[str, Any], path: Path) -> Path:
         else:
             _speedup(ax, result)
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
-    finally:
+    except BaseException:
         plt.close(fig)
-    return path
+        raise
+    return fig
 
 
 def _table4(ax: Any, result: dict[str, Any]) -> None:
@@ -102,7 +103,12 @@ def plot_tdes(doc: dict[str, Any], path: Path) -> Path:
 
     Raises :class:`~juggle.errors.ConfigurationError` as :func:`plot_result`.
     """
-    _check_png(path)
+    check_png(path)
+    return save_png(figure_tdes(doc), path)
+
+
+def figure_tdes(doc: dict[str, Any]) -> Figure:
+    """The figure :func:`plot_tdes` writes (the caller closes it)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     try:
         sizes = doc["sizes"]
@@ -120,7 +126,7 @@ def plot_tdes(doc: dict[str, Any], path: Path) -> Path:
         ax.set_title(f"TDES throughput per tier on {doc['board']}, Juggle Fig 7 (MODELED)")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
-    finally:
+    except BaseException:
         plt.close(fig)
-    return path
+        raise
+    return fig

@@ -26,7 +26,7 @@ import random
 import statistics
 import time
 from collections.abc import Generator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import simpy
@@ -46,12 +46,14 @@ from juggle.simulate.kerone import (
     wcet,
 )
 from juggle.simulate.ofdm_dsp import measure_software
-from juggle.simulate.ofdm_shell import Allocation, OfdmFabric
+from juggle.simulate.ofdm_shell import Allocation, OfdmFabric, Timeline
+from juggle.simulate.plot_files import Progress
 
 __all__ = ["OfdmConfig", "OfdmResult", "run_ofdm"]
 
 RT = "rtos"
 GP = "gpos"
+_SLICES = 50  # progress reports per run
 _QAMS = ("qam16", "qam64")
 _FFTS = ("fft512", "fft1024")
 
@@ -103,11 +105,13 @@ class OfdmConfig:
 
 @dataclass(frozen=True, slots=True)
 class OfdmResult:
-    """The outcome of :func:`run_ofdm`: ``modeled`` (reproducible) and ``measured`` parts."""
+    """The outcome of :func:`run_ofdm`: ``modeled`` (reproducible) and ``measured`` parts,
+    and the ``timeline`` of who held each region when (modeled; not in the JSON document)."""
 
     config: OfdmConfig
     modeled: dict[str, Any]
     measured: dict[str, Any]
+    timeline: Timeline | None = field(default=None, compare=False, repr=False)
 
     def to_json(self, *, include_measured: bool = True) -> dict[str, Any]:
         """One JSON-able document. Measured figures sit under keys ending in ``_measured``
@@ -192,11 +196,14 @@ def run_ofdm(
     *,
     config: OfdmConfig | None = None,
     software_repeats: int = 9,
+    progress: Progress | None = None,
 ) -> OfdmResult:
     """Run the OFDM experiment; ``seed`` and ``duration_s`` override ``config``'s.
 
-    Same seed (and config) → the same ``modeled`` part, bit for bit. ``software_repeats``
-    sets how often each NumPy implementation is timed (0 skips the measurement).
+    Same seed (and config) → the same ``modeled`` part, bit for bit, with or without
+    ``progress``. ``software_repeats`` sets how often each NumPy implementation is timed (0
+    skips the measurement). ``progress`` is called with the virtual milliseconds simulated
+    so far and in all, then once more when the software measurement is done.
 
     Raises :class:`~juggle.errors.ConfigurationError` for a bad config and
     :class:`~juggle.errors.ProfileError` for an unknown profile.
@@ -212,10 +219,16 @@ def run_ofdm(
     cfg.check()
     wall0 = time.perf_counter()
     sim = _Experiment(cfg)
-    sim.run()
+    sim.run(progress)
     wall = time.perf_counter() - wall0
+    timeline = sim.fabric.close_timeline()
+    total_ms = round(sim.end_us / 1e3)
+    if software_repeats > 0 and progress is not None:
+        progress("timing the software (NumPy)", total_ms, total_ms + 1)
     software = measure_software(software_repeats, cfg.seed) if software_repeats > 0 else {}
-    return OfdmResult(cfg, sim.modeled(), sim.measured(wall, software))
+    if progress is not None:
+        progress("done", total_ms + 1, total_ms + 1)
+    return OfdmResult(cfg, sim.modeled(), sim.measured(wall, software), timeline)
 
 
 class _Experiment:
@@ -245,7 +258,7 @@ class _Experiment:
         self.hardware_starts = 0
         self._job_ids = 0
 
-    def run(self) -> None:
+    def run(self, progress: Progress | None = None) -> None:
         master = random.Random(self.cfg.seed)
         for k in range(self.cfg.rt_tasks):
             phase = master.uniform(0, self.cfg.rt_period_us)
@@ -256,7 +269,18 @@ class _Experiment:
             phase = master.uniform(0, self.cfg.gp_period_us)
             rng = random.Random(master.getrandbits(64))
             self.env.process(self._task(GP, self.cfg.gp_period_us, phase, rng, None))
-        self.env.run(until=self.end_us)
+        if progress is None:
+            self.env.run(until=self.end_us)
+            return
+        # In slices: each pause is one more event at its time, ahead of the others there, so
+        # the other events run in the same order; the last slice starts past half the end,
+        # so now + (end - now) is exactly end (Sterbenz) and the run ends where it would.
+        total_ms = round(self.end_us / 1e3)
+        for k in range(1, _SLICES + 1):
+            until = self.end_us if k == _SLICES else self.end_us * k / _SLICES
+            if until > self.env.now:
+                self.env.run(until=until)
+            progress(f"virtual ms {round(until / 1e3)}", round(until / 1e3), total_ms + 1)
 
     # -- tasks ---------------------------------------------------------------------------
 
@@ -304,7 +328,9 @@ class _Experiment:
                 done = self.fabric.progress(region, job_id)
                 self.hardware_starts += 1
                 self.fabric.call(self.alloc.start, tenant, device, self.env.now)
+                self.fabric.run_started(region, tenant, device, job_id)
                 stop_at = yield from self._run(region, total, chunk, chunks, done)
+                self.fabric.run_ended(region, "done" if stop_at is None else "stopped")
                 self.fabric.record_progress(region, job_id, chunks if stop_at is None else stop_at)
                 self.fabric.consistency_point(region)
                 if stop_at is None:

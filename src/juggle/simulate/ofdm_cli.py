@@ -5,12 +5,18 @@ decision cost, WCET per device, T_RCFG derived from bitstream sizes beside Table
 real-time tenant's deadlines); with ``--json`` one JSON document on stdout whose ``labels`` say
 for every key whether it is input, modeled or measured. ``--modeled-only`` leaves out every
 measured figure, so two runs with the same seed print identical documents.
+
+``--plot FILE.png`` draws the allocation timeline per region (:mod:`juggle.simulate.ofdm_plot`)
+for a window of the run (``--plot-start-ms``, ``--plot-span-ms``) and says ``wrote FILE.png``
+on stderr (with ``--json``: under ``files`` in the document, labeled input). A transient
+progress bar on stderr follows the virtual time unless ``--json`` or ``--quiet``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -20,6 +26,8 @@ from rich.table import Table
 from juggle.clierror import fail
 from juggle.errors import JuggleError
 from juggle.simulate.ofdm import OfdmConfig, run_ofdm
+from juggle.simulate.ofdm_shell import Timeline
+from juggle.simulate.plot_files import announce, check_png, progress_bar
 
 __all__ = ["register", "render", "render_rcfg"]
 
@@ -44,18 +52,46 @@ def ofdm(
         bool,
         typer.Option(help="A preempted general-purpose task finishes its frames in software."),
     ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Write the allocation timeline per region to this PNG."),
+    ] = None,
+    plot_start_ms: Annotated[
+        float, typer.Option("--plot-start-ms", help="Virtual ms where the figure starts.")
+    ] = 0.0,
+    plot_span_ms: Annotated[
+        float, typer.Option("--plot-span-ms", help="Virtual ms the figure shows.")
+    ] = 10.0,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar on stderr.")] = False,
 ) -> None:
     """Ker-ONE's OFDM experiment: two tenants share three regions of the zedboard."""
     try:
-        result = run_ofdm(
-            seed,
-            duration,
-            config=OfdmConfig(gp_fallback=gp_fallback),
-            software_repeats=0 if modeled_only else 9,
-        )
+        config = OfdmConfig(gp_fallback=gp_fallback)
+        if plot is not None:
+            from juggle.simulate.ofdm_plot import window_us
+
+            check_png(plot)
+            length = config.duration_s if duration is None else duration
+            window_us(Timeline((), end_us=length * 1e6), plot_start_ms, plot_span_ms)
+        with progress_bar("ofdm", silent=json_out or quiet) as progress:
+            result = run_ofdm(
+                seed,
+                duration,
+                config=config,
+                software_repeats=0 if modeled_only else 9,
+                progress=progress,
+            )
+        if plot is not None:
+            from juggle.simulate.ofdm_plot import plot_ofdm
+
+            plot_ofdm(result, plot, start_ms=plot_start_ms, span_ms=plot_span_ms)
     except JuggleError as exc:
         fail(exc, json_out)
     doc = result.to_json(include_measured=not modeled_only)
+    if plot is not None:
+        announce([plot], doc, json_out=json_out)
+        if json_out:
+            doc["labels"]["files"] = "input"
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

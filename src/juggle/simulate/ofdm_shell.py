@@ -7,6 +7,11 @@ restored through each region's fake device (its whole state is ``(job id, chunks
 READY reaches a waiting task after the Ker-ONE path overhead (Eq. 6). Every allocator call is
 timed with the wall clock (measured) and every allocation's latency is computed in virtual time
 (modeled); the two are kept apart.
+
+The shell also keeps a :class:`Timeline` of who held each region when (modeled, virtual µs):
+connections, reconfigurations, the jobs' runs and every preemption from its stop order to the
+consistency point. Keeping it changes nothing in the simulation; ``simulate ofdm --plot``
+draws it.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from juggle.core.execute import execute
 from juggle.core.tenants import SignalKind
 from juggle.simulate.kerone import PATH_US
 
-__all__ = ["Allocation", "OfdmFabric"]
+__all__ = ["Allocation", "Interval", "OfdmFabric", "Preemption", "Timeline"]
 
 _CTX = struct.Struct("<II")
 
@@ -75,6 +80,56 @@ class Allocation:
         return self.ready_at - self.solved_at
 
 
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A stretch of virtual time (µs) on one region.
+
+    ``kind``: ``held`` (the region connected to ``tenant``'s ``device``), ``run`` (job ``job``
+    computing there) or ``rcfg`` (the region reconfigured for ``device``). ``end`` says how it
+    ended: for a run ``done`` or ``stopped`` (at a consistency point, preempted); ``cut`` when
+    the simulation ended first; empty otherwise.
+    """
+
+    region: str
+    kind: str
+    start_us: float
+    end_us: float
+    tenant: str
+    device: str
+    job: int = 0
+    end: str = ""
+
+
+@dataclass(slots=True)
+class Preemption:
+    """A stop order on ``region`` (virtual µs): ``tenant``'s ``device`` is asked to stop at
+    ``ordered_us`` for ``by_tenant``'s ``by_device``; ``stopped_us`` is its consistency point
+    (None if the simulation ended first)."""
+
+    region: str
+    tenant: str
+    device: str
+    by_tenant: str
+    by_device: str
+    ordered_us: float
+    stopped_us: float | None = None
+
+
+@dataclass(slots=True)
+class Timeline:
+    """Who had each region when (all modeled, virtual µs), in the order things ended."""
+
+    regions: tuple[str, ...]
+    intervals: list[Interval] = field(default_factory=list)
+    preemptions: list[Preemption] = field(default_factory=list)
+    end_us: float = 0.0
+
+    def of(self, region: str, kind: str) -> list[Interval]:
+        """The intervals of one kind on one region, by start time."""
+        found = [i for i in self.intervals if i.region == region and i.kind == kind]
+        return sorted(found, key=lambda i: (i.start_us, i.end_us))
+
+
 @dataclass(slots=True)
 class _Counters:
     signals: dict[str, int] = field(default_factory=dict)
@@ -109,6 +164,11 @@ class OfdmFabric:
         self._preempting: dict[str, Allocation] = {}
         self._reconfiguring: dict[str, Allocation] = {}
         self._elapsed = 0  # wall-clock ns of the allocator call whose actions are executing
+        self.timeline = Timeline(tuple(self.device_ctx))
+        self._held: dict[str, tuple[str, str, float]] = {}
+        self._rcfg_since: dict[str, tuple[float, str, str]] = {}
+        self._runs: dict[str, tuple[str, str, int, float]] = {}
+        self._stops: dict[str, Preemption] = {}
 
     def __repr__(self) -> str:
         return (
@@ -167,17 +227,23 @@ class OfdmFabric:
     def reconfigure(self, action: Reconfigure) -> None:
         """Blank the region's device and load through PCAP for the modeled T_RCFG."""
         self.device_ctx[action.region] = b""
+        by = self._reconfiguring.get(action.region)
+        tenant = "" if by is None else by.tenant
+        self._rcfg_since[action.region] = (self.env.now, tenant, action.device)
         self.env.process(self._pcap(action))
 
     def connect(self, action: Connect) -> None:
         """Connect the device to the region, noting a region connected twice."""
         if action.region in self.connected:
             self.counters.violations.append(f"{action.region} connected twice")
+            self._end_held(action.region)
         self.connected[action.region] = (action.tenant, action.device)
+        self._held[action.region] = (action.tenant, action.device, self.env.now)
 
     def disconnect(self, action: Disconnect) -> None:
         """Disconnect the region."""
         self.connected.pop(action.region, None)
+        self._end_held(action.region)
 
     def save_context(self, action: SaveContext) -> None:
         """Store the region's device context in the interface (and here, to check restores)."""
@@ -195,6 +261,15 @@ class OfdmFabric:
     def stop_at_consistency_point(self, action: StopAtConsistencyPoint) -> None:
         """Raise the region's stop flag and wake its task so it checks the flag."""
         self.stop_flag[action.region] = True
+        by = self._preempting.get(action.region)
+        self._stops[action.region] = Preemption(
+            action.region,
+            action.tenant,
+            action.device,
+            "" if by is None else by.tenant,
+            "" if by is None else by.device,
+            self.env.now,
+        )
         task = self.running.get(action.region)
         if task is not None and task is not self.env.active_process:
             task.interrupt("stop at the next consistency point")
@@ -254,6 +329,12 @@ class OfdmFabric:
         allocation = self._reconfiguring.pop(action.region, None)
         if allocation is not None:
             allocation.rcfg_us = action.t_rcfg_us
+        since, tenant, device = self._rcfg_since.pop(
+            action.region, (self.env.now - action.t_rcfg_us, "", action.device)
+        )
+        self.timeline.intervals.append(
+            Interval(action.region, "rcfg", since, self.env.now, tenant, device)
+        )
         self.call(self.alloc.reconfigured, action.region, self.env.now)
 
     # -- the device model ----------------------------------------------------------------
@@ -267,6 +348,10 @@ class OfdmFabric:
         allocation = self._preempting.pop(region, None)
         if allocation is not None:
             allocation.stopped_at = self.env.now
+        stop = self._stops.pop(region, None)
+        if stop is not None:
+            stop.stopped_us = self.env.now
+            self.timeline.preemptions.append(stop)
         return True
 
     def progress(self, region: str, job_id: int) -> int:
@@ -280,3 +365,50 @@ class OfdmFabric:
     def record_progress(self, region: str, job_id: int, chunks: int) -> None:
         """The device in ``region`` finished chunk number ``chunks`` of job ``job_id``."""
         self.device_ctx[region] = _CTX.pack(job_id & 0xFFFFFFFF, chunks)
+
+    # -- the timeline ---------------------------------------------------------------------
+
+    def run_started(self, region: str, tenant: str, device: str, job: int) -> None:
+        """Job ``job`` of ``tenant``'s ``device`` starts (or resumes) computing in ``region``."""
+        self._runs[region] = (tenant, device, job, self.env.now)
+
+    def run_ended(self, region: str, how: str) -> None:
+        """The job computing in ``region`` ended (``done``) or reached the consistency point
+        it was told to stop at (``stopped``); a run of no length is not kept."""
+        started = self._runs.pop(region, None)
+        if started is None:
+            return
+        tenant, device, job, since = started
+        if self.env.now > since:
+            self.timeline.intervals.append(
+                Interval(region, "run", since, self.env.now, tenant, device, job, how)
+            )
+
+    def close_timeline(self) -> Timeline:
+        """End every interval still open at the simulation's end (``cut``); the timeline."""
+        now = self.env.now
+        for region in list(self._runs):
+            tenant, device, job, since = self._runs.pop(region)
+            if now > since:
+                self.timeline.intervals.append(
+                    Interval(region, "run", since, now, tenant, device, job, "cut")
+                )
+        for region, (since, tenant, device) in self._rcfg_since.items():
+            self.timeline.intervals.append(
+                Interval(region, "rcfg", since, now, tenant, device, 0, "cut")
+            )
+        self._rcfg_since.clear()
+        for region in list(self._held):
+            self._end_held(region, "cut")
+        self.timeline.preemptions.extend(self._stops.values())
+        self._stops.clear()
+        self.timeline.end_us = now
+        return self.timeline
+
+    def _end_held(self, region: str, how: str = "") -> None:
+        held = self._held.pop(region, None)
+        if held is not None and self.env.now > held[2]:
+            tenant, device, since = held
+            self.timeline.intervals.append(
+                Interval(region, "held", since, self.env.now, tenant, device, 0, how)
+            )

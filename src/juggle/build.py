@@ -19,6 +19,7 @@ from juggle.errors import BackendError, DescriptorError
 from juggle.fabric.profiles import load_profile
 from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits
+from juggle.progress import Progress
 from juggle.runtime.modules import ModuleSource
 
 __all__ = ["REPORT_FILE", "build_module", "read_report"]
@@ -50,10 +51,15 @@ def _rtl_of(source: ModuleSource, design: str) -> tuple[list[Path], str]:
 
 
 def build_module(
-    path: str | Path, *, fabric: str = "xupv2p", limits: Limits = DEFAULT_LIMITS
+    path: str | Path,
+    *,
+    fabric: str = "xupv2p",
+    limits: Limits = DEFAULT_LIMITS,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Synthesize every hardware design of the module at ``path`` for board ``fabric`` and
-    write ``resources.json`` beside its descriptor; returns the report written.
+    write ``resources.json`` beside its descriptor; returns the report written. ``progress``
+    hears of each design before its synthesis (Yosys takes seconds per design).
 
     Raises :class:`~juggle.errors.ModuleError` / :class:`~juggle.errors.DescriptorError` for
     the module, :class:`~juggle.errors.BackendError` when a design has no RTL or synthesis
@@ -70,20 +76,23 @@ def build_module(
     descriptor = source.load_descriptor()
     board = load_profile(fabric)
     family = family_for_part(board.board.part)
-    designs: dict[str, Any] = {}
+    todo: list[str] = []
     for spec in descriptor.services:
         if spec.hardware is None:
             continue
         loaded = source.load_bitstreams(spec.hardware.bitstreams, board.region_names())
-        for _, bitstream, _ in loaded.values():
-            design = bitstream.design
-            if design in designs:
-                continue
-            sources, top = _rtl_of(source, design)
-            report = synthesize(sources, top, family)
-            entry = report.as_dict()
-            entry["resources"] = dict(zip(_FIELDS, _figures(report.resources()), strict=True))
-            designs[design] = entry
+        todo += [b.design for _, b, _ in loaded.values() if b.design not in todo]
+    designs: dict[str, Any] = {}
+    for done, design in enumerate(todo):
+        if progress is not None:
+            progress(design, done, len(todo))
+        sources, top = _rtl_of(source, design)
+        report = synthesize(sources, top, family)
+        entry = report.as_dict()
+        entry["resources"] = dict(zip(_FIELDS, _figures(report.resources()), strict=True))
+        designs[design] = entry
+    if progress is not None:
+        progress("done", len(todo), len(todo))
     document = {
         "figure": "modeled (Yosys synth_xilinx; slices are a packing estimate)",
         "board": board.name,

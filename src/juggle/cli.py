@@ -84,20 +84,11 @@ def bench(
     quiet: Annotated[bool, typer.Option(help="No progress bar on stderr.")] = False,
 ) -> None:
     """The benchmark suite: ratios and latencies measured in one run (see benchmarks/)."""
-    from rich.progress import Progress
-
     from juggle.bench import render_bench, run_bench
+    from juggle.progress import progress_bar
 
-    if json_out or quiet:
-        result = run_bench(quick=quick, only=only or None)
-    else:
-        with Progress(console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task("bench", total=None)
-
-            def step(group: str, done: int, total: int) -> None:
-                bar.update(task, total=total, completed=done, description=f"bench {group}")
-
-            result = run_bench(quick=quick, only=only or None, progress=step)
+    with progress_bar("bench", silent=json_out or quiet) as step:
+        result = run_bench(quick=quick, only=only or None, progress=step)
     if json_out:
         emit_json(result)
     else:
@@ -150,12 +141,15 @@ def module_build(
     fabric: Annotated[str, typer.Option(help="Board profile whose part family to target.")] = (
         "xupv2p"
     ),
+    quiet: Annotated[bool, typer.Option(help="No progress bar on stderr.")] = False,
 ) -> None:
     """Synthesize the module's RTL (Yosys synth_xilinx) and write resources.json beside its
     descriptor; install then checks those figures against the region."""
     from juggle.build import build_module
+    from juggle.progress import progress_bar
 
-    report = build_module(path, fabric=fabric)
+    with progress_bar("synthesis", silent=json_out or quiet) as step:
+        report = build_module(path, fabric=fabric, progress=step)
     if json_out:
         emit_json(report)
         return

@@ -73,8 +73,11 @@ def test_a_design_that_synthesizes_too_big_is_refused_at_install(tmp_path: Path)
     shutil.copytree(MODULES / "tdes", target)
     (target / "hdl" / "tdes").mkdir(parents=True)
     (target / "hdl" / "tdes" / "wide.v").write_text(WIDE_TDES)
-    result = CliRunner().invoke(app, ["module", "build", str(target)])
-    assert result.exit_code == 0, result.output
+    from juggle.build import build_module
+
+    steps: list[tuple[str, int, int]] = []
+    build_module(target, progress=lambda *step: steps.append(step))
+    assert steps == [("tdes", 0, 1), ("done", 1, 1)]  # what the progress bar shows
     with juggle.Framework("xupv2p") as fw:
         with pytest.raises(juggle.errors.ResourceError, match=r"mult18 \d+ > 20"):
             fw.install(target)

@@ -8,20 +8,16 @@ before it spends seconds computing what it would draw.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from juggle.errors import ConfigurationError
+from juggle.progress import Progress, progress_bar
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["Progress", "announce", "check_png", "progress_bar", "save_png"]
-
-Progress = Callable[[str, int, int], None]
-"""A progress callback: ``(what is being done, steps done, steps in all)``."""
 
 
 def check_png(path: Path) -> Path:
@@ -76,25 +72,3 @@ def announce(paths: list[Path], doc: dict[str, Any] | None, *, json_out: bool) -
     for path in paths:
         sys.stderr.write(f"wrote {path}\n")
     sys.stderr.flush()
-
-
-@contextmanager
-def progress_bar(label: str, *, silent: bool) -> Iterator[Progress | None]:
-    """A transient rich progress bar on stderr; yields the callback to hand to the
-    computation, or None when ``silent`` (``--json`` or ``--quiet``) or stderr is no terminal
-    (rich's ``TTY_COMPATIBLE=1`` says it is one)."""
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    if silent or not console.is_terminal:
-        yield None
-        return
-    from rich.progress import Progress as Bar
-
-    with Bar(console=console, transient=True, refresh_per_second=5) as bar:
-        task = bar.add_task(label, total=None)
-
-        def step(what: str, done: int, total: int) -> None:
-            bar.update(task, total=total, completed=done, description=f"{label}: {what}")
-
-        yield step

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -118,11 +118,10 @@ class FpgaManager:
         except (JuggleError, OSError):
             return ManagerState.UNKNOWN.value
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the port across several steps (a region holds it for a whole program)."""
-        with self._lock:
-            yield
+    def locked(self) -> AbstractContextManager[bool]:
+        """Hold the port across several steps (a region holds it for a whole program): the
+        port's reentrant lock, which :meth:`load` takes again."""
+        return self._lock
 
     def load(self, bitstream: Bitstream, data: bytes) -> None:
         """Write ``data`` (the whole file ``bitstream`` was parsed from) through the port.

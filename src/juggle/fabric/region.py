@@ -2,7 +2,7 @@
 
 As ``fpga_region_program_fpga`` in Linux: take the region, hold the configuration port, close
 the region's bridge, write the bitstream through the manager, open the bridge, attach the new
-design's window. A failure is undone in reverse (``contextlib.ExitStack``), and what the
+design's window. A failure is undone in reverse (locks released last), and what the
 region looks like afterwards depends on how far it got:
 
 * before the write (taking the region, closing the bridge): nothing changed. The previous
@@ -21,8 +21,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
@@ -37,10 +35,6 @@ from juggle.fabric.profiles import BoardProfile, RegionProfile
 from juggle.fabric.resources import Resources
 
 __all__ = ["FpgaRegion", "ProgramReport", "RegionSnapshot", "RegionState"]
-
-_ExitCallback = Callable[
-    [type[BaseException] | None, BaseException | None, TracebackType | None], bool
-]
 
 _PS_PER_MS = 10**9
 
@@ -168,22 +162,26 @@ class FpgaRegion:
         see the module docstring for the state a failure leaves.
         """
         started = time.perf_counter()
-        progress = _Progress()
-        with ExitStack() as undo:
-            undo.enter_context(self._taken())  # 1. take the region
-            undo.enter_context(self._manager.locked())  # 2. hold the config port
-            undo.push(self._undo_program(progress))  # on failure: reopen, or ERROR
-            progress.step = "bridge_disable"
-            self._bridge.disable()  # 3. isolate the region
-            progress.step, progress.overwritten = "config_write", True
-            self._detach()  # the old design's window dies with its logic
-            port_started = time.perf_counter()
-            self._manager.load(bitstream, data)  # 4. write the bitstream
-            port_ms = (time.perf_counter() - port_started) * 1e3
-            progress.step = "bridge_enable"
-            self._bridge.enable()  # 5. reconnect
-            progress.step = "model_load"
-            window = self._backend.attach(self.profile, bitstream.design)  # 6.
+        step, overwritten = "bridge_disable", False
+        # 1. take the region, 2. hold the config port (both let go last, after any undo)
+        with _Taken(self), self._manager.locked():
+            try:
+                self._bridge.disable()  # 3. isolate the region
+                step, overwritten = "config_write", True
+                self._detach()  # the old design's window dies with its logic
+                port_started = time.perf_counter()
+                self._manager.load(bitstream, data)  # 4. write the bitstream
+                port_ms = (time.perf_counter() - port_started) * 1e3
+                step = "bridge_enable"
+                self._bridge.enable()  # 5. reconnect
+                step = "model_load"
+                window = self._backend.attach(self.profile, bitstream.design)  # 6.
+            except BaseException as exc:  # undo: the old design serves again, or ERROR
+                if overwritten:
+                    self._fail(step, exc)
+                else:
+                    self._reopen()
+                raise
             with self._guard:
                 self._loaded = _Loaded(bitstream.design, owner, resources, window)
                 self._state, self._error = RegionState.PROGRAMMED, None
@@ -209,7 +207,7 @@ class FpgaRegion:
         :class:`~juggle.errors.BridgeError` if the bridge does not close (nothing changes).
         """
         started = time.perf_counter()
-        with self._taken() as before:
+        with _Taken(self) as before:
             if before is RegionState.EMPTY:
                 return ProgramReport(self.name, None, 0, 0.0, 0.0, 0.0, 0.0)
             design = self._loaded.design if self._loaded else None
@@ -227,44 +225,13 @@ class FpgaRegion:
 
         Raises :class:`~juggle.errors.RegionBusyError` while the region is being programmed.
         """
-        with self._taken():
+        with _Taken(self):
             self._fail("quarantined", FabricError(reason))
-
-    @contextmanager
-    def _taken(self) -> Iterator[RegionState]:
-        if not self._take_lock.acquire(blocking=False):
-            raise RegionBusyError(f"region {self.name!r} is busy being programmed", self.name)
-        with self._guard:
-            before = self._state
-            self._state = RegionState.PROGRAMMING
-        try:
-            yield before
-        finally:
-            with self._guard:
-                if self._state is RegionState.PROGRAMMING:
-                    self._state = before  # nothing happened that changed the region
-            self._take_lock.release()
 
     def _detach(self) -> None:
         with self._guard:
             self._loaded = None
         self._backend.detach(self.profile)
-
-    def _undo_program(self, progress: _Progress) -> _ExitCallback:
-        def undo(
-            exc_type: type[BaseException] | None,
-            exc: BaseException | None,
-            tb: TracebackType | None,
-        ) -> bool:
-            if exc is None:
-                return False
-            if not progress.overwritten:
-                self._reopen()
-            else:
-                self._fail(progress.step, exc)
-            return False
-
-        return undo
 
     def _reopen(self) -> None:
         if self._loaded is None:
@@ -311,9 +278,38 @@ class FpgaRegion:
         return f"<FpgaRegion {self.name} {snap.state}{design}, {snap.bitstreams_loaded} loaded>"
 
 
-class _Progress:
-    """How far a program got: the step in progress and whether the old design is gone."""
+class _Taken:
+    """Hold ``region`` for one program, unload or quarantine (entered: the state before; the
+    region is PROGRAMMING meanwhile, and back to that state unless the holder changed it).
 
-    def __init__(self) -> None:
-        self.step = "take"
-        self.overwritten = False
+    Raises :class:`~juggle.errors.RegionBusyError` when another holder has it.
+    """
+
+    __slots__ = ("_before", "_region")
+
+    def __init__(self, region: FpgaRegion) -> None:
+        self._region = region
+        self._before = RegionState.EMPTY
+
+    def __enter__(self) -> RegionState:
+        region = self._region
+        if not region._take_lock.acquire(blocking=False):
+            raise RegionBusyError(f"region {region.name!r} is busy being programmed", region.name)
+        with region._guard:
+            self._before = region._state
+            region._state = RegionState.PROGRAMMING
+        return self._before
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        region = self._region
+        try:
+            with region._guard:
+                if region._state is RegionState.PROGRAMMING:
+                    region._state = self._before  # nothing happened that changed the region
+        finally:
+            region._take_lock.release()

@@ -6,10 +6,13 @@ the work this machine does. Measured figures are wall clock (``perf_counter``) o
 a key with ``modeled`` in its name is modeled (fabric clock), not measured.
 
 Juggle overhead (measured, µs): a :class:`~juggle.runtime.framework.Framework` with the example
-``tdes`` co-module (one consumer, a key loaded, no callers running) is juggled into hardware
-and back to its home software tier (``native`` for tdes) repeatedly
-(``fw.juggle(to_hardware=sid)``, ``fw.juggle(to_software=[sid])``; 200 juggles, 40 with
-``quick``, after a warm-up). Each figure is the ``overhead_us`` of the
+``tdes`` co-module (one consumer, a key loaded, no callers running) is juggled into hardware and
+back to its home software tier (``native`` for tdes) repeatedly (``fw.juggle(to_hardware=sid)``,
+``fw.juggle(to_software=[sid])``; 600 juggles, 40 with ``quick``, after a warm-up). The
+measuring thread is pinned to one CPU for the run (``os.sched_setaffinity``, restored after;
+where the platform has it), as pyperf does: on a small virtual machine the scheduler otherwise
+moves it between CPUs mid-juggle, and the cold caches that costs scatter the figure by a third
+from run to run. Each figure is the ``overhead_us`` of the
 :class:`~juggle.runtime.framework.JuggleReport` the runtime returns: the wall time of
 ``Framework.juggle`` minus the time spent waiting for running calls to drain (folding the
 drained slots' statistics is work and counts) and minus the wall time of the configuration
@@ -22,11 +25,12 @@ onto the new implementation, switching the proxies.
 
 * ``juggle_overhead_us_p50`` / ``juggle_overhead_us_p90``: over all juggles, both directions
   (nearest rank). Half the juggles go each way and a juggle into hardware (program the region,
-  build the driver, carry the state onto the core) costs several times one out of it, so the
-  p50 sits at the boundary: about the cheapest juggle into hardware;
+  build the driver, carry the state onto the core) costs about twice one out of it (which takes
+  up the software implementation it left, see ``ManagedService.parked``), so the p50 sits at
+  the boundary: about the cheapest juggle into hardware;
 * ``juggle_overhead_us_p50_to_hardware`` / ``..._to_software``: per direction;
-* ``juggle_wall_us_p50``: the whole ``fw.juggle`` call by the caller's clock (drains included;
-  with no callers the drain wait is nil, so the difference is mostly statistics folding);
+* ``juggle_wall_us_p50``: the whole ``fw.juggle`` call by the caller's clock (drains and the
+  port's transfer included; with no callers the drain wait is nil);
 * ``juggle_reconfiguration_modeled_ms``: the modeled reconfiguration + bridge time of one juggle
   into hardware, left out of the measured figures.
 
@@ -54,6 +58,7 @@ make, counted by the simulated window's own access counters around each switch
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import tempfile
@@ -88,9 +93,9 @@ def _service_id(fw: Framework, module_name: str) -> int:
 
 def juggle_overhead(quick: bool = False) -> dict[str, float]:
     """The runtime's own work per juggle (measured µs; see the module docstring)."""
-    rounds = 20 if quick else 100  # two juggles per round
+    rounds = 20 if quick else 300  # two juggles per round
     warmup = 3 if quick else 10
-    with Framework("xupv2p", pace=False) as fw:
+    with one_cpu(), Framework("xupv2p", pace=False) as fw:
         module = fw.install(_tdes_module())
         module.start()
         sid = _service_id(fw, module.name)
@@ -124,6 +129,23 @@ def juggle_overhead(quick: bool = False) -> dict[str, float]:
         "juggle_reconfiguration_modeled_ms": statistics.median(modeled_ms),
         "juggles": len(both),
     }
+
+
+@contextmanager
+def one_cpu() -> Iterator[None]:
+    """Run the body on one of the CPUs this process may use (the lowest), then allow them
+    all again. Does nothing where the platform cannot pin threads."""
+    getaff = getattr(os, "sched_getaffinity", None)
+    setaff = getattr(os, "sched_setaffinity", None)
+    if getaff is None or setaff is None:
+        yield
+        return
+    allowed = getaff(0)
+    setaff(0, {min(allowed)})
+    try:
+        yield
+    finally:
+        setaff(0, allowed)
 
 
 def per_consumer_module(folder: Path) -> Path:

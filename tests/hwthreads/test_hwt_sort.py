@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,10 +83,41 @@ def test_run_sort_acceptance_small() -> None:
     assert runs["SW+HW"]["chunks_hw"] > 0
     assert runs["HW"]["hw_sort_modeled_ms"] > 0
     for run in runs.values():
-        assert set(run["labels"]) >= {"sort_ms", "merge_ms"}
         assert run["merge_ms"] > 0
-    assert "measured" in runs["SW"]["labels"]["sort_ms"]
-    assert "modeled" in runs["HW"]["labels"]["sort_ms"]
+    assert_labels_honest(result)
+
+
+KINDS = {"measured", "modeled", "input", "calibrated"}
+
+
+def assert_labels_honest(result: dict[str, Any]) -> None:
+    """Every figure of the sort report has one kind, and no modeled time is called measured."""
+    top = result["labels"]
+    assert set(top) == set(result) - {"runs", "labels", "how", "files"}
+    assert set(top.values()) == {"input"}
+    for name, run in result["runs"].items():
+        labels, how = run["labels"], run["how"]
+        figures = {k for k, v in run.items() if isinstance(v, int | float) and k != "verified"}
+        assert set(labels) == figures, name  # every figure labeled, no stale label
+        assert set(labels.values()) <= KINDS, name  # a kind, never free text
+        assert set(how) <= set(labels) and all(how[k] for k in how), name
+        # the sort time is split exactly into what was measured and what was modeled
+        assert run["sort_ms"] == pytest.approx(run["sort_measured_ms"] + run["sort_modeled_ms"])
+        assert run["total_ms"] == pytest.approx(run["sort_ms"] + run["merge_ms"])
+        assert run["sort_measured_ms"] > 0
+        if run["sort_modeled_ms"] > 0:  # a sum with a modeled part is not measured
+            assert labels["sort_ms"] == labels["total_ms"] == "modeled", name
+        if run["chunks_hw"] > 0:
+            assert labels["sort_ms"] == "modeled", name  # it ran on the modeled fabric
+        assert labels["merge_ms"] == labels["wall_ms"] == "measured"
+    sw, hw = result["runs"]["SW"], result["runs"]["HW"]
+    assert sw["labels"]["sort_ms"] == "measured" and sw["sort_modeled_ms"] == 0
+    assert sw["sort_ms"] == pytest.approx(sw["sw_sort_measured_ms"], rel=0.2)
+    # the HW run's split: its modeled part is the fabric's cycles, within the whole run's
+    assert 0.5 * hw["hw_sort_modeled_ms"] < hw["sort_modeled_ms"] <= hw["hw_sort_modeled_ms"]
+    assert hw["sort_measured_ms"] <= hw["hw_oscall_measured_ms"]
+    assert hw["labels"]["hw_sort_modeled_ms"] == "modeled"
+    assert result["runs"]["SW+HW"]["labels"]["chunks_hw"] == "modeled"  # the timeline's split
 
 
 def test_run_sort_rejects_bad_sizes() -> None:
@@ -115,6 +147,8 @@ def test_cli_json() -> None:
     for run in document["runs"].values():
         assert run["verified"] is True
         assert run["sort_ms"] > 0 and run["merge_ms"] >= 0
+    assert_labels_honest(document)
+    assert document["how"]["chunk_words"] == "size / chunks"
 
 
 def test_cli_table_and_bad_option() -> None:
@@ -122,5 +156,12 @@ def test_cli_table_and_bad_option() -> None:
     result = runner.invoke(cli(), ["sort", "--size", "2048"])
     assert result.exit_code == 0, result.output
     assert "SW+HW" in result.output and "verified" in result.output
+    rows = {
+        cells[1].strip(): [c.strip() for c in cells[2:-1]]
+        for line in result.output.splitlines()
+        if len(cells := line.split("│")) > 2
+    }
+    assert rows["SW"][1] == "0.0" and float(rows["HW"][1]) > 0  # the modeled part of the sort
+    assert "HW sort: modeled" in " ".join(result.output.split())
     bad = runner.invoke(cli(), ["sort", "--size", "1001", "--chunks", "2"])
     assert bad.exit_code == 2

@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
 from juggle.errors import ConfigurationError, ControllerError
+from juggle.simulate.cli_router import register
 from juggle.simulate.edge_router import PAPER_TABLE4_US, run_edge_router
 
 
@@ -93,3 +96,63 @@ def test_unknown_experiment_and_policy_are_refused() -> None:
         run_edge_router("fig9")
     with pytest.raises(ControllerError, match="'nope'"):
         run_edge_router("fig4", policies=["nope"], duration_scale=0.05)
+
+
+KINDS = {"measured", "modeled", "input", "calibrated"}
+
+
+def assert_labeled(doc: dict[str, Any]) -> None:
+    """Each key of ``doc`` has one kind in ``labels`` (no stale label), ``how`` explains keys."""
+    labels = doc["labels"]
+    assert set(labels) == set(doc) - {"modeled", "labels", "how", "files"}
+    assert set(labels.values()) <= KINDS
+    assert set(doc["how"]) <= set(labels) and all(doc["how"].values())
+    assert doc["modeled"] is True
+
+
+def test_table4_labels_the_paper_as_input_and_the_model_as_modeled() -> None:
+    doc = run_edge_router("table4")
+    assert_labeled(doc)
+    kinds = {key: doc["labels"][key] for key in ("cells_us", "error_pct", "paper_us", "seed")}
+    assert kinds == {
+        "cells_us": "modeled",
+        "error_pct": "modeled",
+        "paper_us": "input",
+        "seed": "input",
+    }
+    assert "never an input" in doc["how"]["paper_us"]
+
+
+def test_figure_labels_and_the_scale_it_ran_at() -> None:
+    short = run_edge_router("fig3b", policies=["fifo"], duration_scale=0.02)
+    assert_labeled(short)
+    assert {short["labels"][k] for k in ("speedup", "static_ms", "reconfig_us")} == {"modeled"}
+    assert short["labels"]["x"] == short["labels"]["duration_scale"] == "input"
+    assert short["duration_scale"] == 0.02 and "oracle_plan" not in short["labels"]
+    longer = run_edge_router("fig3b", policies=["fifo", "oracle"], duration_scale=0.04)
+    assert_labeled(longer)
+    assert "oracle_plan" in longer["labels"]
+    assert all(1.5 * s < n for s, n in zip(short["packets"], longer["packets"], strict=True))
+
+
+def test_scale_option_shortens_and_bad_scales_are_refused() -> None:
+    app = typer.Typer()
+    register(app)
+    app.callback()(lambda: None)
+    runner = CliRunner()
+    args = ["edge-router", "--experiment", "fig3a", "--policy", "fifo", "--json"]
+    result = runner.invoke(app, [*args, "--scale", "0.02"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["duration_scale"] == 0.02 and doc["labels"]["duration_scale"] == "input"
+    assert doc == run_edge_router("fig3a", policies=["fifo"], duration_scale=0.02)
+    table = runner.invoke(app, [*args[:-1], "--scale", "0.02"])
+    assert "traces at 2 % of their length" in " ".join(table.stdout.split())
+    for bad in ("0", "-1", "nan", "inf"):
+        refused = runner.invoke(app, [*args, "--scale", bad])
+        assert refused.exit_code == 2, bad
+        error = json.loads(refused.stdout)
+        assert error["type"] == "ConfigurationError" and "--scale" in error["error"]
+    with pytest.raises(ConfigurationError, match="got 0") as caught:
+        run_edge_router("fig4", duration_scale=0)
+    assert caught.value.subject == 0

@@ -106,15 +106,40 @@ def run_bench(
                 from juggle.bench.sim import LABELS as SIM_LABELS
 
                 result["sim_labels"] = {k: SIM_LABELS[k] for k in figures}
+    result["labels"] = _labels(result)
     result["targets_met"] = {
         key: (result[key] <= bound if op == "<=" else result[key] >= bound)
         for key, (op, bound) in TARGETS.items()
         if key in result
     }
     result["group_seconds"] = timings
+    result["labels"]["group_seconds"] = "measured"
     if progress is not None:
         progress("", len(chosen), len(chosen))
     return result
+
+
+def _labels(result: dict[str, Any]) -> dict[str, Any]:
+    """The one label convention of every ``--json`` document: ``labels[key]`` is the kind of
+    the figure under ``key`` (measured / modeled / input / calibrated), or a dict of kinds
+    per sub-key. A group's own ``LABELS`` (sim, oscall) say it per key; for the other groups
+    the suite's rule holds: measured on this machine unless the key's name says modeled."""
+    from juggle.bench.oscall import LABELS as OSCALL_LABELS
+    from juggle.bench.sim import LABELS as SIM_LABELS
+
+    labels: dict[str, Any] = {}
+    for key, value in result.items():
+        if key in ("machine", "figure", "oscall_labels", "sim_labels"):
+            continue
+        if key == "oscall":
+            labels[key] = {k: OSCALL_LABELS[k] for k in value}
+        elif key == "modeled_ecos_ppc":
+            labels[key] = "calibrated"  # and per-cell labels inside, nearer, win
+        elif key in SIM_LABELS:
+            labels[key] = SIM_LABELS[key]
+        else:
+            labels[key] = "modeled" if "modeled" in key else "measured"
+    return labels
 
 
 def _number(value: float) -> str:

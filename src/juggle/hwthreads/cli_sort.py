@@ -2,7 +2,8 @@
 
 :func:`register` adds the ``sort`` command to the ``simulate`` Typer app; with ``--json`` it
 prints one JSON document (``runs`` → ``SW``/``HW``/``SW+HW`` → ``sort_ms``, ``merge_ms``,
-``verified``, …), otherwise a table whose caption says which figures are measured or modeled.
+``verified``, …; ``labels`` give each figure its kind, ``how`` how it was obtained), otherwise
+a table whose caption says which figures are measured or modeled.
 ``--plot FILE.png`` draws the result as stacked bars (:mod:`juggle.simulate.sort_plot`),
 announced as ``wrote FILE.png`` on stderr (with ``--json``: under ``files``). A transient
 progress bar on stderr counts the sorted chunks unless ``--json`` or ``--quiet``.
@@ -31,19 +32,22 @@ def _table(result: dict[str, Any]) -> Table:
             f"(seed {result['seed']})"
         ),
         caption=(
-            "SW sort: measured. HW sort: modeled fabric cycles "
-            f"@ {result['fabric_clock_hz'] / 1e6:g} MHz + measured delegate OS calls. "
-            "SW+HW: both on one timeline (measured SW overlapped with modeled HW). "
-            "Merge: measured."
+            "SW sort: measured. HW sort: modeled (fabric cycles "
+            f"@ {result['fabric_clock_hz'] / 1e6:g} MHz + the measured CPU side of its OS "
+            "calls). SW+HW: modeled (measured SW overlapped with modeled HW on one "
+            "timeline). Modeled ms: the modeled part of the sort time, the rest is measured. "
+            "Merge: measured. SW/HW: chunks sorted in software / hardware."
         ),
     )
-    for header in ("run", "sort ms", "merge ms", "total ms", "chunks SW/HW", "verified"):
+    headers = ("run", "sort ms", "modeled ms", "merge ms", "total ms", "SW/HW", "verified")
+    for header in headers:
         table.add_column(header, justify="left" if header == "run" else "right")
     for name in RUN_NAMES:
         run = result["runs"][name]
         table.add_row(
             name,
             f"{run['sort_ms']:.1f}",
+            f"{run['sort_modeled_ms']:.1f}",
             f"{run['merge_ms']:.1f}",
             f"{run['total_ms']:.1f}",
             f"{run['chunks_sw']}/{run['chunks_hw']}",
@@ -87,6 +91,8 @@ def register(simulate_app: typer.Typer) -> None:
         except ConfigurationError as exc:
             fail(exc, json_output)
         announce([] if plot is None else [plot], result, json_out=json_output)
+        if json_output and plot is not None:
+            result["labels"]["files"] = "input"
         if json_output:
             typer.echo(json.dumps(result, indent=2))
         else:

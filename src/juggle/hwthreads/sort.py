@@ -20,6 +20,12 @@ What is measured and what is modeled (the report's ``labels`` say the same):
   overlapped with modeled hardware time. On this host one chunk is in flight at a time, so
   neither worker's measured time includes the other's use of the CPU.
 
+Each run's ``labels`` give every figure one kind (``how`` says how it was obtained). A sort
+time with a modeled part (HW, SW+HW) is labeled **modeled**, never measured, and is split
+into ``sort_measured_ms`` + ``sort_modeled_ms`` (the latest worker's measured time and its
+modeled cycles at the fabric clock); ``total_ms`` takes ``sort_ms``'s kind. ``wall_ms`` is
+**measured**: how long this host took to run and simulate the run, not the board's time.
+
 The sort kernel is odd-even transposition, the parallel form of bubble sort: rounds alternate
 between comparing pairs (0,1),(2,3)… and (1,2),(3,4)…, stopping after two rounds without an
 exchange. Software runs it vectorised with numpy; the hardware model runs the same rounds on
@@ -53,7 +59,13 @@ from juggle.hwthreads._memory import WORD_BYTES, SharedMemory
 from juggle.hwthreads._objects import Mailbox
 from juggle.hwthreads._runtime import ThreadRuntime
 from juggle.hwthreads._slots import FixedSlots, SlotProvider
-from juggle.hwthreads._thread import HardwareThread, ThreadDescription, ThreadState, Tier
+from juggle.hwthreads._thread import (
+    HardwareThread,
+    ThreadDescription,
+    ThreadState,
+    ThreadStatistics,
+    Tier,
+)
 from juggle.hwthreads._timing import HwTiming
 
 SORT_DESIGN = "bubble_sort"
@@ -181,6 +193,17 @@ class _Worker:
     jobs: Mailbox[int]
     clock_ns: float = 0.0
     chunks: int = 0
+    measured_ns: int = 0
+    modeled_cycles: int = 0
+
+    def advance(self, before: ThreadStatistics) -> None:
+        """Move the timeline by what the thread did since ``before``: its measured time and
+        its modeled cycles, kept apart (``clock_ns`` is their sum)."""
+        after = self.thread.statistics()
+        self.clock_ns += after.timeline_ns - before.timeline_ns
+        self.measured_ns += after.measured_ns - before.measured_ns
+        self.modeled_cycles += after.modeled_cycles - before.modeled_cycles
+        self.chunks += 1
 
 
 def _distribute(
@@ -201,14 +224,13 @@ def _distribute(
         _await_parked(worker)
     for address in addresses:
         worker = min(workers, key=lambda w: w.clock_ns)
-        before = worker.thread.statistics().timeline_ns
+        before = worker.thread.statistics()
         worker.jobs.put(address, timeout=_STEP_TIMEOUT_S)
         finished = done.get(timeout=_STEP_TIMEOUT_S)
         if finished != address:
             raise HwThreadArgumentError(f"sort thread reported {finished:#x}, not {address:#x}")
         _await_parked(worker)
-        worker.clock_ns += worker.thread.statistics().timeline_ns - before
-        worker.chunks += 1
+        worker.advance(before)
         if sorted_chunk is not None:
             sorted_chunk(sum(w.chunks for w in workers))
 
@@ -273,7 +295,7 @@ def _run_once(
         worker.jobs.put(STOP, timeout=_STEP_TIMEOUT_S)
     for worker in workers:
         worker.thread.join(timeout=_STEP_TIMEOUT_S)
-    sort_ns = max(w.clock_ns for w in workers)
+    latest = max(workers, key=lambda w: w.clock_ns)
 
     merge_start = time.perf_counter_ns()
     words = memory.words
@@ -284,26 +306,33 @@ def _run_once(
 
     output = memory.words[size:]
     verified = bool(np.all(output[1:] >= output[:-1]) and np.array_equal(output, np.sort(data)))
-    return _report(tiers, workers, timing, sort_ns, merge_ns, verified, wall_start)
+    return _report(tiers, workers, latest, timing, merge_ns, verified, wall_start)
 
 
 def _report(
     tiers: tuple[Tier, ...],
     workers: list[_Worker],
+    latest: _Worker,
     timing: HwTiming,
-    sort_ns: float,
     merge_ns: int,
     verified: bool,
     wall_start: int,
 ) -> dict[str, Any]:
+    """One run's figures; ``latest`` is the worker whose timeline ends last (the sort time)."""
     stats = {tier: w.thread.statistics() for tier, w in zip(tiers, workers, strict=True)}
     hw = stats.get(Tier.HARDWARE)
     sw = stats.get(Tier.SOFTWARE)
     chunks = {tier: w.chunks for tier, w in zip(tiers, workers, strict=True)}
+    sort_measured_ms = latest.measured_ns / 1e6
+    sort_modeled_ms = timing.seconds(latest.modeled_cycles) * 1e3
+    sort_ms = sort_measured_ms + sort_modeled_ms
+    merge_ms = merge_ns / 1e6
     return {
-        "sort_ms": sort_ns / 1e6,
-        "merge_ms": merge_ns / 1e6,
-        "total_ms": (sort_ns + merge_ns) / 1e6,
+        "sort_ms": sort_ms,
+        "sort_measured_ms": sort_measured_ms,
+        "sort_modeled_ms": sort_modeled_ms,
+        "merge_ms": merge_ms,
+        "total_ms": sort_ms + merge_ms,
         "verified": verified,
         "chunks_sw": chunks.get(Tier.SOFTWARE, 0),
         "chunks_hw": chunks.get(Tier.HARDWARE, 0),
@@ -313,31 +342,72 @@ def _report(
         "hw_modeled_cycles": 0 if hw is None else hw.modeled_cycles,
         "wall_ms": (time.perf_counter_ns() - wall_start) / 1e6,
         "labels": _labels(tiers),
+        "how": _how(tiers),
     }
 
 
 def _labels(tiers: tuple[Tier, ...]) -> dict[str, str]:
-    if tiers == (Tier.SOFTWARE,):
-        sort_label = "measured: software sort thread (wall clock, work + OS calls)"
-    elif tiers == (Tier.HARDWARE,):
-        sort_label = (
-            "modeled + measured: fabric cycles at the fabric clock (network, bursts, OSIF) "
-            "plus the measured CPU side of its OS calls (delegate path)"
-        )
-    else:
-        sort_label = (
-            "combined timeline: measured software and modeled(+measured delegate) hardware "
-            "per-chunk costs overlapped; chunks go to the earliest-free worker"
-        )
+    """Each figure's kind. A sum with a modeled part is modeled, never measured: the split
+    ``sort_measured_ms`` / ``sort_modeled_ms`` shows how much of it was measured."""
+    software_only = tiers == (Tier.SOFTWARE,)
+    timeline = "measured" if software_only else "modeled"
     return {
-        "sort_ms": sort_label,
-        "merge_ms": "measured: software merge thread (wall clock)",
-        "total_ms": "sort_ms + merge_ms (the merge starts when all chunks are sorted)",
+        "sort_ms": timeline,
+        "sort_measured_ms": "measured",
+        "sort_modeled_ms": "modeled",
+        "merge_ms": "measured",
+        "total_ms": timeline,
+        "chunks_sw": "input" if len(tiers) == 1 else "modeled",
+        "chunks_hw": "input" if len(tiers) == 1 else "modeled",
         "sw_sort_measured_ms": "measured",
         "hw_sort_modeled_ms": "modeled",
         "hw_oscall_measured_ms": "measured",
         "hw_modeled_cycles": "modeled",
-        "wall_ms": "measured: how long this machine took to run (and simulate) the run",
+        "wall_ms": "measured",
+    }
+
+
+def _how(tiers: tuple[Tier, ...]) -> dict[str, str]:
+    """How each figure of a run was obtained (the text behind :func:`_labels`)."""
+    if tiers == (Tier.SOFTWARE,):
+        sort = "the software sort thread's wall-clock time (work + OS calls), chunk by chunk"
+        chunks = "all chunks go to the one software worker"
+    elif tiers == (Tier.HARDWARE,):
+        sort = (
+            "modeled: the hardware sort thread's fabric cycles at the fabric clock (network, "
+            "bursts, OSIF; sort_modeled_ms) plus the CPU side of its OS calls (delegate path), "
+            "measured on this host and used as the model's input (sort_measured_ms)"
+        )
+        chunks = "all chunks go to the one hardware worker"
+    else:
+        sort = (
+            "modeled: the latest worker's end on one timeline, where each chunk costs the "
+            "software worker its measured time and the hardware worker its modeled fabric "
+            "time plus measured delegate time; chunks go to the earliest-free worker, so "
+            "measured and modeled time overlap as they would on the board. sort_measured_ms "
+            "and sort_modeled_ms split the latest worker's time"
+        )
+        chunks = (
+            "the split the combined timeline made: the earliest-free worker takes the next "
+            "chunk, so it follows the measured software and modeled hardware costs"
+        )
+    return {
+        "sort_ms": sort,
+        "sort_measured_ms": "the measured part of sort_ms (the latest worker's wall-clock "
+        "time on this host)",
+        "sort_modeled_ms": "the modeled part of sort_ms (the latest worker's fabric cycles at "
+        "the fabric clock; 0 in software)",
+        "merge_ms": "the software merge's wall-clock time, once every chunk is sorted",
+        "total_ms": "sort_ms + merge_ms (the merge starts when all chunks are sorted); "
+        "modeled when sort_ms is",
+        "chunks_sw": chunks,
+        "chunks_hw": chunks,
+        "sw_sort_measured_ms": "the software thread's measured time, whole run",
+        "hw_sort_modeled_ms": "the hardware thread's modeled cycles at the fabric clock, whole run",
+        "hw_oscall_measured_ms": "the hardware thread's measured CPU time (delegate OS "
+        "calls), whole run",
+        "hw_modeled_cycles": "the hardware thread's modeled fabric cycles, whole run",
+        "wall_ms": "how long this host took to run (and simulate) the run: not the board's time",
     }
 
 
@@ -404,12 +474,22 @@ def run_sort(
         "fabric_clock_hz": timing.clock_hz,
         "sort_units": hardware.units,
         "runs": runs,
-        "combined_time": (
-            "SW+HW sort_ms is the latest worker's timeline: each chunk costs the software "
-            "worker its measured time and the hardware worker its modeled fabric time plus "
-            "measured delegate time; chunks go to the earliest-free worker, so measured and "
-            "modeled time overlap as they would on the board"
-        ),
+        "labels": {
+            "size": "input",
+            "chunks": "input",
+            "chunk_words": "input",
+            "seed": "input",
+            "fabric_clock_hz": "input",
+            "sort_units": "input",
+        },
+        "how": {
+            "chunks": f"--chunks, or one chunk per {CHUNK_WORDS} words (the paper's length)",
+            "chunk_words": "size / chunks",
+            "seed": "seed of the random input list",
+            "fabric_clock_hz": "the clock the hardware sort thread's modeled cycles run at",
+            "sort_units": "compare-exchange units of the modeled hardware sorter",
+            "runs": "each run has its own labels (kind per figure) and how",
+        },
     }
 
 

@@ -3,7 +3,9 @@
 ``table4`` processes 100 packets of three flow distributions in each configuration (Table 4);
 ``fig3a`` / ``fig3b`` / ``fig4`` run long traces through the router under each policy and
 report the speedup over the static system (Config_A): ``T_static / T_policy`` (Figs 3-4).
-Every number is MODELED (virtual time); the paper's numbers appear only as reference columns.
+Every result is MODELED (virtual time); the paper's numbers appear only as reference columns.
+Each document's ``labels`` give every key its kind (modeled results; the seed, the sizes, the
+x values and the paper's numbers are input) and ``how`` says how a figure was obtained.
 
 The ``oracle`` column is the fastest plan the oracle knows for the point's trace, checked by
 running it: its own dynamic-programming plans (at three block sizes, see
@@ -135,8 +137,11 @@ def run_edge_router(
             f"unknown experiment {experiment!r} (experiments: {', '.join(EXPERIMENTS)})",
             experiment,
         )
-    if not duration_scale > 0:
-        raise ConfigurationError(f'"duration_scale" must be > 0, got {duration_scale!r}')
+    if not 0 < duration_scale < math.inf:
+        raise ConfigurationError(
+            f'"duration_scale" must be a finite number > 0, got {duration_scale!r}',
+            duration_scale,
+        )
     if plot is not None:
         check_png(Path(plot))
     model = load_router_model(profile)
@@ -158,6 +163,11 @@ def run_edge_router(
 
         plot_result(result, Path(plot))
     return result
+
+
+_COMMON_LABELS: Mapping[str, str] = {"experiment": "input", "board": "input", "seed": "input"}
+"""Labels every experiment's document shares (its ``labels`` name each key's kind)."""
+_COMMON_HOW: Mapping[str, str] = {"seed": "seed of the generated traffic (--seed)"}
 
 
 # -- Table 4 ------------------------------------------------------------------------------------
@@ -202,6 +212,28 @@ def _table4(model: RouterModel, seed: int, progress: Progress | None = None) -> 
         "cells_us": cells,
         "paper_us": list(PAPER_TABLE4_US),
         "error_pct": errors,
+        "labels": {
+            **_COMMON_LABELS,
+            "packets": "input",
+            "packet_bytes": "input",
+            "rows": "input",
+            "columns": "input",
+            "cells_us": "modeled",
+            "paper_us": "input",
+            "error_pct": "modeled",
+        },
+        "how": {
+            **_COMMON_HOW,
+            "packets": "Table 4's workload: 100 packets, the flows interleaved as evenly as "
+            "possible (random phases from the seed)",
+            "packet_bytes": "the profile's [scenario] packet_bytes",
+            "cells_us": "virtual-time makespan of the 100 packets, row-major: one row per flow "
+            "distribution, one cell per configuration (A, B, C held; reconfiguring)",
+            "paper_us": "Table 4 of the paper, copied: a reference column, never an input to "
+            "the model",
+            "error_pct": "100 x (cells_us - paper_us) / paper_us: the modeled cell against the "
+            "paper's",
+        },
     }
 
 
@@ -228,9 +260,40 @@ def _figure(
         if progress is not None:
             tick = _offset(progress, f"{setup.x_label} {x}", per_point * i, total)
         points.append(_point(model, setup, x, seed + 7919 * i, policies, scale, registry, tick))
+    labels: dict[str, str] = {
+        **_COMMON_LABELS,
+        "x_label": "input",
+        "x": "input",
+        "speedup": "modeled",
+        "reconfigurations": "modeled",
+        "static_ms": "modeled",
+        "packets": "modeled",
+        "spike_ms": "input",
+        "fluctuation": "input",
+        "reconfig_us": "modeled",
+        "duration_scale": "input",
+    }
+    how = {
+        **_COMMON_HOW,
+        "x": f"the paper's {setup.x_label} of each point",
+        "speedup": "T_static / T_policy per point: virtual-time makespans of the same trace "
+        "under the static system (Config_A) and under the policy",
+        "reconfigurations": "reconfigurations the policy made per point (virtual time)",
+        "static_ms": "virtual-time makespan of the static system (Config_A) per point",
+        "packets": "packets in each point's trace: generated from the seed and paced by the "
+        "modeled router (as fast as the best configuration for the mix takes them)",
+        "spike_ms": "length of a spike of another distribution (0: fig3a has none)",
+        "fluctuation": "shares move by up to this fraction every 0.5 ms",
+        "reconfig_us": "config-port time of the region's bitstream plus two bridge switches, "
+        "from the profile",
+        "duration_scale": "fraction of each trace's full length that ran (1: the paper's "
+        "experiment; less: a quick look)",
+    }
     extra: dict[str, Any] = {}
     if "oracle" in policies:
         extra["oracle_plan"] = [point.oracle_plan for point in points]
+        labels["oracle_plan"] = "modeled"
+        how["oracle_plan"] = "the plan the oracle followed per point (the fastest it knows)"
     return {
         "experiment": experiment,
         "modeled": True,
@@ -247,7 +310,10 @@ def _figure(
         "spike_ms": setup.spike_ms if experiment != "fig3a" else 0.0,
         "fluctuation": 0.05,
         "reconfig_us": model.reconfig_us,
+        "duration_scale": scale,
         **extra,
+        "labels": labels,
+        "how": how,
     }
 
 

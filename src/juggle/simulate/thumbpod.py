@@ -510,7 +510,7 @@ def run_thumbpod(profile: LeonProfile | None = None) -> dict[str, Any]:
         cop,
     )
     what_if_total = what_if_if.value + hw_core.value
-    return {
+    doc: dict[str, Any] = {
         "scenario": "thumbpod",
         "source": "Hwang et al., HW/SW Acceleration Transparency in the ThumbPod Secure "
         "Embedded System, DAC 2003: Fig 3 (and Table 1)",
@@ -563,6 +563,20 @@ def run_thumbpod(profile: LeonProfile | None = None) -> dict[str, Any]:
             },
         },
     }
+    # the one convention of every --json document: "labels" beside the keys it labels
+    doc["labels"]["c_core_breakdown"] = doc["c_core_breakdown"]["label"]
+    _add_labels(doc["parameters"])
+    return doc
+
+
+def _add_labels(tree: dict[str, Any]) -> None:
+    """Give a group of ``{"value", "label", "how"}`` figures the ``labels`` dict every --json
+    document uses (its children's own ``label``), down every group without a ``label``."""
+    labels = {k: c["label"] for k, c in tree.items() if isinstance(c, dict) and "label" in c}
+    for child in tree.values():
+        if isinstance(child, dict) and "label" not in child:
+            _add_labels(child)
+    tree["labels"] = labels
 
 
 def _round(value: float) -> float:

@@ -1,0 +1,147 @@
+"""Every figure of every ``--json`` document of ``juggle simulate`` and ``juggle bench`` says
+how it was obtained.
+
+THE RULE (the convention most documents already used): a numeric leaf (int or float, not a
+bool) is labeled by the nearest enclosing object that has a ``labels`` dict with an entry for
+the next key on the path down to the leaf. That entry is either one of the four kinds
+(``measured``, ``modeled``, ``input``, ``calibrated``), which labels the whole subtree, or a
+dict, which is followed key by key the same way. ``labels`` and ``how`` are not figures; list
+items take their list's label. A label that is free text, or none at all, fails.
+
+The ``simulate`` subcommands are found by walking the typer app (a new scenario is covered
+without editing this file); each runs with the smallest arguments its options offer, and a
+command with ``--experiment`` runs every experiment it has (listed in :data:`EXPERIMENTS_OF`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from juggle.cli import _register_scenarios, app
+from juggle.simulate.edge_router import EXPERIMENTS
+
+KINDS = {"measured", "modeled", "input", "calibrated"}
+
+SMALL: dict[str, list[str]] = {
+    "--duration": ["--duration", "0.02"],
+    "--size": ["--size", "4096"],
+    "--scale": ["--scale", "0.02"],
+}
+"""Options that make a scenario small, used wherever a command has them."""
+
+EXPERIMENTS_OF: dict[str, tuple[str, ...]] = {"edge-router": EXPERIMENTS}
+"""The experiments of each command with ``--experiment``: each is a document of its own."""
+
+VARIANTS: dict[str, list[str]] = {"--energy": ["--energy"]}
+"""Flags that switch a command to another document: each is run as a variant too."""
+
+
+def unlabeled(doc: Any) -> list[str]:
+    """Paths of the numeric leaves of ``doc`` that THE RULE leaves without a kind."""
+    out: list[str] = []
+
+    def walk(node: Any, path: str, label: Any) -> None:
+        if isinstance(node, dict):
+            own = node.get("labels") if isinstance(node.get("labels"), dict) else None
+            for key, child in node.items():
+                if key in ("labels", "how"):
+                    continue
+                if own is not None and key in own:
+                    sub = own[key]
+                elif isinstance(label, dict):
+                    sub = label.get(key)
+                else:
+                    sub = label
+                walk(child, f"{path}.{key}" if path else str(key), sub)
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                walk(child, f"{path}[{i}]", label)
+        elif (
+            isinstance(node, int | float)
+            and not isinstance(node, bool)
+            and not (isinstance(label, str) and label in KINDS)
+        ):
+            out.append(f"{path} (label {label!r})")
+
+    walk(doc, "", None)
+    return out
+
+
+def simulate_runs() -> list[tuple[str, list[str]]]:
+    """``(id, argv)`` for every ``simulate`` subcommand and variant, with small arguments."""
+    _register_scenarios()
+    tree: Any = typer.main.get_command(app)
+    group: Any = tree.commands["simulate"]
+    runs: list[tuple[str, list[str]]] = []
+    for name, command in sorted(group.commands.items()):
+        options = {opt for param in command.params for opt in getattr(param, "opts", [])}
+        assert "--json" in options, name
+        argv = ["simulate", name, "--json"]
+        for opt, extra in SMALL.items():
+            if opt in options:
+                argv += extra
+        if "--experiment" in options:
+            assert name in EXPERIMENTS_OF, f"list the experiments of {name} in EXPERIMENTS_OF"
+            runs += [(f"{name} {e}", [*argv, "--experiment", e]) for e in EXPERIMENTS_OF[name]]
+            continue
+        runs.append((name, argv))
+        for opt, extra in VARIANTS.items():
+            if opt in options:
+                runs.append((f"{name} {opt}", argv + extra))
+    return runs
+
+
+RUNS = simulate_runs()
+
+
+def run_json(argv: list[str]) -> dict[str, Any]:
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_the_rule_finds_what_it_should() -> None:
+    doc: dict[str, Any] = {
+        "a": 1.0,
+        "b": {"x": 2, "y": {"z": 3}},
+        "c": [4, 5],
+        "d": {"v": 6, "labels": {"v": "input"}},
+        "e": 7,
+        "f": True,
+        "labels": {"a": "modeled", "b": {"x": "input", "y": "measured"}, "c": "input"},
+    }
+    assert unlabeled(doc) == ["e (label None)"]
+    doc["labels"]["e"] = "measured: wall clock"  # free text is no kind
+    assert unlabeled(doc) == ["e (label 'measured: wall clock')"]
+    doc["labels"]["e"] = "calibrated"
+    assert unlabeled(doc) == []
+
+
+def test_every_simulate_subcommand_is_walked() -> None:
+    names = {run_id.split()[0] for run_id, _ in RUNS}
+    assert {"tdes", "thumbpod", "oscall"} <= names and len(names) >= 6
+    assert ("tdes --energy", ["simulate", "tdes", "--json", "--energy"]) in RUNS
+    router = [argv for run_id, argv in RUNS if run_id.startswith("edge-router ")]
+    assert [argv[-1] for argv in router] == ["table4", "fig3a", "fig3b", "fig4"]
+    assert all(argv[3:5] == ["--scale", "0.02"] for argv in router)
+
+
+@pytest.mark.parametrize("argv", [argv for _, argv in RUNS], ids=[i for i, _ in RUNS])
+def test_simulate_json_labels_every_figure(argv: list[str]) -> None:
+    assert unlabeled(run_json(argv)) == []
+
+
+def test_bench_json_labels_every_figure() -> None:
+    groups = ["proxy", "alloc", "sim", "oscall", "sharing"]
+    doc = run_json(["bench", "--json", "--quick", *[a for g in groups for a in ("--only", g)]])
+    assert set(doc["group_seconds"]) == set(groups)
+    assert unlabeled(doc) == []
+    assert doc["labels"]["sim_events_per_s"] == "measured"
+    assert doc["labels"]["context_switch_modeled_us"] == "modeled"

@@ -8,9 +8,11 @@ while bitstreams are written. The board's time is NOT what this machine measured
 runs Python, the board a PowerPC. It is taken, per service and tier, from the first of
 
 1. for the hardware tier, the simulated fabric's bus time of the run
-   (``ServiceStatistics.hardware_modeled_mean_us`` x calls, modeled),
+   (``ServiceStatistics.hardware_modeled_mean_us`` x calls, modeled at the profile's ``[bus]``
+   costs; ``xupv2p``'s are calibrated to the paper's TDES timing, see that profile),
 2. the service's board cost model (``board_models``; TDES: Fig 7's per-call and per-block
-   costs, :func:`juggle.simulate.tdes.tier_seconds`, modeled with calibrated costs),
+   costs, :func:`juggle.simulate.tdes.tier_seconds`, modeled with calibrated costs: libdes's
+   block fitted to Fig 8's C runtime, J9 JCE's three times that),
 3. otherwise nothing: the pair is listed in ``not_modeled`` and left out of the sums, unless
    ``host_stand_in`` asks for the host's wall clock (mean x calls) in its place, labeled
    ``measured`` and said to be a stand-in in ``how``.
@@ -40,7 +42,8 @@ _TDES_TIERS = {"software": "software", "native": "native", "hardware": "hardware
 
 def tdes_board_model(profile: str | BoardProfile = "xupv2p") -> BoardModel:
     """TDES on ``profile``: the juggle tiers software, native and hardware as Fig 7's
-    software (J9 JCE), native (libdes) and hardware-proxied paths (modeled, costs calibrated)."""
+    software (J9 JCE), native (libdes) and hardware-proxied paths (modeled, costs calibrated:
+    see :class:`~juggle.simulate.tdes.TierCosts`)."""
     from juggle.simulate.tdes import tier_seconds
 
     board = load_profile(profile) if isinstance(profile, str) else profile
@@ -177,14 +180,16 @@ def _board_seconds(
     if tier == "hardware" and stats.hardware_modeled_mean_us is not None:
         return (
             stats.hardware_modeled_mean_us * calls / 1e6,
-            "modeled: the simulated fabric's bus time of this run (mean x calls)",
+            "modeled: the simulated fabric's bus time of this run (mean x calls) at the "
+            "profile's bus read/write cycles (xupv2p: calibrated to the paper's TDES timing)",
         )
     modeled = None if model is None else model(tier, calls, nbytes)
     if modeled is not None:
         return (
             modeled,
             "modeled: the service's board cost model (calls x per-call + blocks x "
-            "per-block; TDES: Fig 7's TierCosts, calibrated)",
+            "per-block; TDES: Fig 7's TierCosts, calibrated: libdes's block to Fig 8's C "
+            "runtime, J9 JCE's = 3x that, section 6.2)",
         )
     return None
 

@@ -177,8 +177,8 @@ def test_tdes_random_blocks_agree(key_bytes: int) -> None:
             )
             expected = PyDES3.new(key, PyDES3.MODE_ECB).encrypt(plain)
             assert bytes(bufs[1]) == bytes(bufs[0]) == expected
-            # xupv2p: 3 writes of 8 cycles, 4 status reads to cover 48 cycles, 2 result reads
-            assert cycles == (size // 8) * (3 * 8 + 4 * 12 + 2 * 12)
+            # xupv2p: 3 writes of 5 cycles, 6 status reads of 8 to cover 48 cycles, 2 results
+            assert cycles == (size // 8) * (3 * 5 + 6 * 8 + 2 * 8)
             _both(
                 pair,
                 partial(drivers[0].decrypt, bufs[0], size),
@@ -204,8 +204,8 @@ def test_des_random_blocks_agree() -> None:
                 partial(drivers[1].encrypt, bufs[1], size),
             )
             assert bytes(bufs[1]) == bytes(bufs[0]) == PyDES.new(key, PyDES.MODE_ECB).encrypt(plain)
-            # xupv2p: 3 writes of 8 cycles, 2 status reads to cover 16 cycles, 2 result reads
-            assert cycles == (size // 8) * (3 * 8 + 2 * 12 + 2 * 12)
+            # xupv2p: 3 writes of 5 cycles, 2 status reads of 8 to cover 16 cycles, 2 results
+            assert cycles == (size // 8) * (3 * 5 + 2 * 8 + 2 * 8)
 
 
 def test_tdes_context_round_trip_on_rtl() -> None:
@@ -249,8 +249,8 @@ def test_arith_operations_agree(design: str) -> None:
             got_sim, got_rtl, cycles = _both(pair, partial(sim_op, a, b), partial(rtl_op, a, b))
             want = to_int32(a + b) if design == "adder" else to_int32(a * b)
             assert got_rtl == got_sim == want, (a, b)
-            # 3 writes of 8 cycles, one status read (12 cycles cover the latency), one result read
-            assert cycles == 3 * 8 + 12 + 12
+            # 3 writes of 5 cycles, one status read (8 cycles cover the latency), one result read
+            assert cycles == 3 * 5 + 8 + 8
 
 
 # -- IMA ADPCM --------------------------------------------------------------------------------

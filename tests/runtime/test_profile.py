@@ -68,11 +68,11 @@ def test_tdes_json_has_every_tier_agreeing_and_the_split() -> None:
     assert tiers[service["slowest_tier"]]["gain"] == 1.0
     hw = tiers["hardware"]
     assert hw["labels"]["total_us"] == "modeled" and hw["labels"]["core.cycles"] == "modeled"
-    # one 8-byte block: DATA0/1 + CONTROL written, STATUS polled until the 48-cycle core is
-    # done (12-cycle reads: at +12, +24, +36, +48), RESULT0/1 read
+    # one 8-byte block: DATA0/1 + CONTROL written (xupv2p: 5-cycle writes), STATUS polled
+    # until the 48-cycle core is done (8-cycle reads: at +8, +16, ... +48), RESULT0/1 read
     assert hw["core"]["cycles"] == TdesCore.latency
-    assert (hw["interface"]["bus_writes"], hw["interface"]["bus_reads"]) == (3, 6)
-    assert hw["interface"]["bus_cycles"] == 3 * 8 + 6 * 12 - TdesCore.latency
+    assert (hw["interface"]["bus_writes"], hw["interface"]["bus_reads"]) == (3, 8)
+    assert hw["interface"]["bus_cycles"] == 3 * 5 + 8 * 8 - TdesCore.latency
     assert hw["interface"]["driver_us"] > 0 and hw["simulator_us"] > 0
     assert hw["wall_us"] > hw["interface"]["driver_us"]  # the wall clock pays the simulator
     assert service["workload"]["checks"] == 16 and service["workload"]["label"] == "input"
@@ -85,7 +85,10 @@ def test_an_interface_name_profiles_the_shipped_services_a_filter_selects() -> N
     assert service["properties"]["algorithm"] == "aes"
     hw = service["tiers"]["hardware"]
     assert hw["core"]["cycles"] == 11  # ThumbPod's core: Nr + 1 cycles per block
-    assert hw["interface"]["bus_cycles"] == 5 * 8 + 5 * 12 - 11
+    # 4 data words + CONTROL at 5 cycles; 2 STATUS polls (8-cycle reads, the 11-cycle core is
+    # done at the second) + 4 result words at 8 cycles; less the 11 core cycles they hide
+    assert (hw["interface"]["bus_writes"], hw["interface"]["bus_reads"]) == (5, 6)
+    assert hw["interface"]["bus_cycles"] == 5 * 5 + 6 * 8 - 11
     assert service["workload"]["timed"] == "encrypt(16 bytes, 16)"
 
 

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck pytest bench clean fuzz sweep
+.PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,13 @@ bench: $(STAMP_RUN)
 fuzz: $(STAMP_TEST)
 	JUGGLE_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),180) $(BIN)/python -m pytest -q -s \
 		--timeout=$$(( $(or $(FUZZ_SECONDS),180) * 2 + 300 )) tests/runtime/test_fuzz_parsers.py
+
+# fuzz a real daemon's socket with malformed frames (random bytes, oversized lengths, wrong
+# versions) for FUZZ_SECONDS (default 30) while a well-behaved client's results are checked
+fuzz-daemon: $(STAMP_TEST)
+	JUGGLE_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),30) $(BIN)/python -m pytest -q \
+		--timeout=$$(( $(or $(FUZZ_SECONDS),30) * 2 + 120 )) \
+		tests/daemon/test_daemon.py -k malformed_frames_close_only_their_connection
 
 # every point of the edge-router figures on seeds 1-8, 11 and 23 (about 5 minutes)
 sweep: $(STAMP_TEST)

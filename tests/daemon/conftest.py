@@ -14,15 +14,18 @@ from daemon_support import MODULES, DaemonProcess, make_base
 
 @pytest.fixture
 def spawn() -> Iterator[Any]:
-    """Start daemons (``spawn(policy=None)``); every one is killed and removed afterwards."""
+    """Start daemons (``spawn(policy=None, extra=(more daemon arguments,))``); every one is
+    killed and removed afterwards."""
     started: list[DaemonProcess] = []
     bases: list[Path] = []
 
-    def start(policy: str | None = None, base: Path | None = None) -> DaemonProcess:
+    def start(
+        policy: str | None = None, base: Path | None = None, extra: tuple[str, ...] = ()
+    ) -> DaemonProcess:
         if base is None:
             base = make_base()
             bases.append(base)
-        daemon = DaemonProcess(base, policy)
+        daemon = DaemonProcess(base, policy, extra=extra)
         started.append(daemon)
         return daemon.start()
 

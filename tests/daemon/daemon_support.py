@@ -32,8 +32,15 @@ START_TIMEOUT_S = 20.0
 class DaemonProcess:
     """``python -m juggle.daemon`` on ``base/s.sock`` with state in ``base/state``."""
 
-    def __init__(self, base: Path, policy: str | None = None, state: Path | None = None) -> None:
+    def __init__(
+        self,
+        base: Path,
+        policy: str | None = None,
+        state: Path | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
         self.base = base
+        self.extra = extra
         self.socket = base / "s.sock"
         self.state = state or base / "state"
         self.policy: Path | None = None
@@ -54,6 +61,7 @@ class DaemonProcess:
             str(self.state),
             "--workers",
             "16",
+            *self.extra,
         ]
         if self.policy is not None and with_policy:
             cmd += ["--policy", str(self.policy)]
@@ -200,3 +208,10 @@ def wait_until(predicate: Any, timeout: float, interval: float = 0.02) -> bool:
                 return True
         time.sleep(interval)
     return False
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 nobody listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -47,6 +47,8 @@ from juggle.errors import (
 from juggle.runtime.framework import RegionSnapshot, ServiceSnapshot, ServiceStatistics
 from juggle.runtime.tracing import CallStats
 
+#: Seconds the socket is fuzzed for (``make fuzz-daemon`` sets 30).
+FUZZ_SECONDS = float(os.environ.get("JUGGLE_FUZZ_SECONDS", "2"))
 KEY = bytes.fromhex("0123456789ABCDEF23456789ABCDEF01456789ABCDEF0123")
 OTHER_KEY = bytes.fromhex("FEDCBA9876543210A1B2C3D4E5F60718293A4B5C6D7E8F90")
 
@@ -550,12 +552,13 @@ def test_malformed_frames_close_only_their_connection(shared_daemon: DaemonProce
         replies = [_read_reply(sock), _read_reply(sock)]
         sock.close()
         assert replies[0]["err"][0] == "ProtocolError" and replies[1]["ok"] == "pong"
-        # then fuzz: random frames, truncated frames, garbage, for a few seconds
-        deadline = time.monotonic() + 3.0
+        # then fuzz: random bytes, frames cut short, oversized lengths, wrong versions, for
+        # FUZZ_SECONDS ($JUGGLE_FUZZ_SECONDS)
+        deadline = time.monotonic() + FUZZ_SECONDS
         fuzzed = 0
         while time.monotonic() < deadline:
             sock = _raw(shared_daemon)
-            kind = rng.randrange(4)
+            kind = rng.randrange(5)
             if kind == 0:
                 sock.sendall(rng.randbytes(rng.randrange(1, 2000)))
             elif kind == 1:
@@ -563,6 +566,9 @@ def test_malformed_frames_close_only_their_connection(shared_daemon: DaemonProce
                 sock.sendall(struct.pack(">I", len(body)) + body)
             elif kind == 2:
                 sock.sendall(struct.pack(">I", rng.randrange(1 << 24, 1 << 32)))
+            elif kind == 3:
+                version = rng.choice([0, 2, 3, 255, -1, "1", None])
+                sock.sendall(_frame({"v": version, "id": rng.randrange(1, 99), "op": "ping"}))
             else:
                 sock.sendall(struct.pack(">I", 1000) + rng.randbytes(10))
             sock.shutdown(socket.SHUT_WR)  # a frame cut short ends with the stream

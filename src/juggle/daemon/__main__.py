@@ -36,6 +36,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", type=Path, default=None, help="tenant policy file (TOML)")
     p.add_argument("--workers", type=int, default=32, help="threads running calls")
     p.add_argument("--log-level", default="INFO", help="logging level")
+    p.add_argument(
+        "--dashboard",
+        metavar="[HOST:]PORT",
+        default=None,
+        help="serve the dashboard and /metrics on HOST:PORT (HOST defaults to 127.0.0.1; "
+        "POSTs need the admin token of STATE/dashboard-token); off by default",
+    )
     return p
 
 
@@ -47,10 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s juggle-daemon %(levelname)s %(message)s",
         stream=sys.stderr,
     )
+    from juggle.daemon.dashboard import parse_address
     from juggle.daemon.server import Daemon
     from juggle.errors import JuggleError
 
     try:
+        dashboard = parse_address(args.dashboard) if args.dashboard is not None else None
         daemon = Daemon(
             args.socket or default_socket_path(),
             args.state or default_state_dir(),
@@ -58,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             backend=args.backend,
             policy_path=args.policy,
             workers=args.workers,
+            dashboard=dashboard,
         )
         return daemon.run()
     except JuggleError as exc:

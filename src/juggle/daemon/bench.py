@@ -5,9 +5,14 @@ temporary socket and this process as its client:
 
 - ``daemon_call_us_p50``: median round trip of a no-op-ish call through the daemon
   (``math.AddService.add(1, 2)`` on its software tier): the client's encoding, the socket both
-  ways, the daemon's event loop, its thread pool and the in-process proxy call. Target <= 50.
-- ``daemon_ping_us_p50``: median round trip of a protocol ``ping`` (answered by the daemon's
-  event loop, no thread pool, no proxy): the floor under every call.
+  ways, the connection's reader thread in the daemon (a lone caller's call runs there) and the
+  in-process proxy call. Target <= 50.
+- ``daemon_ping_us_p50``: median round trip of a protocol ``ping`` (answered by the
+  connection's reader thread, no proxy): the floor under every call.
+- ``daemon_socket_floor_us_p50``: median round trip of 32 bytes through a Unix socket pair
+  to a child process that echoes them, measured in the same run: what two wake-ups of two
+  processes cost on this machine now (from ~7 µs on an idle machine to ~80 µs on a busy
+  one), the floor no daemon call can go under; read the call and ping figures against it.
 - ``daemon_transparency_64k``: throughput of native TDES on 64 KiB buffers through the daemon
   (shared memory) divided by the same calls in process. Target >= 0.9.
 - ``daemon_transparency_64k_socket``: the same with the buffers carried in the frames instead
@@ -48,6 +53,16 @@ from juggle.services.arith import SoftwareAdd
 from juggle.services.crypto import NativeTDES
 """
 
+_ECHO = """
+import socket, sys
+s = socket.socket(fileno=int(sys.argv[1]))
+while True:
+    d = s.recv(64)
+    if not d:
+        break
+    s.sendall(d)
+"""
+
 _KEY = bytes.fromhex("0123456789ABCDEF23456789ABCDEF01456789ABCDEF0123")
 
 
@@ -83,6 +98,37 @@ def _median_us(fn: object, n: int) -> float:
         call()  # type: ignore[operator]
         samples.append(time.perf_counter_ns() - t0)
     return statistics.median(samples) / 1000.0
+
+
+def _socket_floor_us(n: int) -> float:
+    """Median round trip (µs) of 32 bytes through a Unix socket pair to an echoing child."""
+    ours, theirs = socket.socketpair()
+    echo = subprocess.Popen(
+        [sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),)
+    )
+    theirs.close()
+    message = b"x" * 32
+
+    def once() -> None:
+        ours.sendall(message)
+        got = 0
+        while got < len(message):
+            chunk = ours.recv(64)
+            if not chunk:
+                raise RuntimeError("the echo process ended")
+            got += len(chunk)
+
+    try:
+        for _ in range(n // 10):
+            once()
+        return _median_us(once, n)
+    finally:
+        ours.close()
+        try:
+            echo.wait(10)
+        except subprocess.TimeoutExpired:
+            echo.kill()
+            echo.wait()
 
 
 def _seconds(encrypt: object, buf: bytearray, n: int) -> float:
@@ -136,6 +182,7 @@ def daemon_bench(quick: bool = False) -> dict[str, float]:
                 adder.add(1, 2)  # warm up (connections, pool threads, caches)
             call_us = _median_us(lambda: adder.add(1, 2), calls)
             ping_us = _median_us(client.ping, calls)
+            floor_us = _socket_floor_us(calls)
             fw.install(tdes).start()
             proxies = [
                 fw.get_service("EncryptionService", consumer="bench"),
@@ -150,6 +197,7 @@ def daemon_bench(quick: bool = False) -> dict[str, float]:
         return {
             "daemon_call_us_p50": call_us,
             "daemon_ping_us_p50": ping_us,
+            "daemon_socket_floor_us_p50": floor_us,
             "daemon_transparency_64k": shm_ratio,
             "daemon_transparency_64k_socket": socket_ratio,
         }

@@ -19,6 +19,7 @@ is TOML, validated with pydantic::
     services = "(algorithm=tdes)"    # LDAP filter on service properties (default: all)
     calls_per_s = 500                # quota: calls per second (default: unlimited)
     max_services = 8                 # quota: proxies held at once (default: unlimited)
+    max_regions = 1                  # quota: fabric regions held at once (default: unlimited)
     admin = false                    # this tenant may run admin operations
 
 A peer matched by no tenant is refused, unless it is an admin (then it connects as
@@ -103,6 +104,7 @@ class TenantRule(BaseModel):
     services: str | None = None
     calls_per_s: float | None = Field(default=None, gt=0)
     max_services: int | None = Field(default=None, ge=1)
+    max_regions: int | None = Field(default=None, ge=1)
     admin: bool = False
 
     @field_validator("name")
@@ -227,6 +229,7 @@ class Identity:
     services: str | None = None
     calls_per_s: float | None = None
     max_services: int | None = None
+    max_regions: int | None = None
 
 
 class AccessPolicy:
@@ -321,4 +324,5 @@ class AccessPolicy:
             services=rule.services,
             calls_per_s=rule.calls_per_s,
             max_services=rule.max_services,
+            max_regions=rule.max_regions,
         )

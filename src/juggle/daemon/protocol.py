@@ -216,6 +216,10 @@ class FrameDecoder:
     def feed(self, data: bytes) -> list[bytes]:
         """Add ``data``; every payload now complete, in order. Raises :class:`ProtocolError`
         for a zero or oversized length."""
+        if not self._buf and len(data) > HEADER.size:  # the usual case: one whole frame
+            (length,) = HEADER.unpack_from(data)
+            if len(data) == HEADER.size + length and length <= self.max_frame:
+                return [data[HEADER.size :]]
         self._buf += data
         out: list[bytes] = []
         while len(self._buf) >= HEADER.size:

@@ -1,11 +1,13 @@
 """The juggle daemon: one process owns the Framework and the fabric; clients talk to it over a
 Unix socket, each as the tenant the kernel says it is.
 
-Structure. An asyncio Unix-socket server (``asyncio.start_unix_server``) reads frames
-(:mod:`juggle.daemon.protocol`) from every connection; each request becomes a task that runs
-the blocking framework call in a thread pool (``loop.run_in_executor``), so a slow call (a
-native tenant waiting for its device, a juggle draining) never holds up the others. Admin
-operations have their own small pool, so they get through while calls saturate the large one.
+Structure. The asyncio event loop accepts connections, checks who the peer is and starts
+each connection's reader thread, which reads its blocking socket. A lone caller's call runs
+on that reader thread itself (no hand-over to another thread) while a :class:`_Poller` watches
+the socket; a request that arrives meanwhile is read by a pool thread and run in the pool, so
+a slow call (a native tenant waiting for its device) never holds up the others. Other calls
+run in a thread pool; admin operations have their own small pool, so they get through while
+calls saturate the large one. Whoever runs a request sends the reply itself.
 
 Identity. On accept, ``SO_PEERCRED`` / ``SO_PEERGROUPS`` give the peer's uid, gid and groups;
 the :class:`~juggle.daemon.policy.AccessPolicy` maps them to an identity (or the connection
@@ -32,6 +34,7 @@ import fcntl
 import logging
 import mmap
 import os
+import select
 import signal
 import socket
 import stat
@@ -44,17 +47,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from juggle.daemon.dashboard import DashboardServer, admin_token
 from juggle.daemon.errors import (
     AccessDeniedError,
     DaemonError,
     DaemonShuttingDownError,
     ProtocolError,
     QuotaExceededError,
+    RegionQuotaExceededError,
 )
 from juggle.daemon.paths import default_socket_path
 from juggle.daemon.policy import AccessPolicy, Identity, PeerCredentials, peer_credentials
 from juggle.daemon.protocol import (
     DEFAULT_MAX_FRAME,
+    HEADER,
     PROTOCOL_VERSION,
     InOut,
     ShmRef,
@@ -62,7 +68,6 @@ from juggle.daemon.protocol import (
     frame,
     pack,
     parse_request,
-    read_frame,
     to_wire,
 )
 from juggle.daemon.state import ModuleEntry, StateDir
@@ -70,7 +75,7 @@ from juggle.errors import JuggleError, ServiceArgumentError, ServiceStateError, 
 from juggle.runtime.framework import Framework, ServiceStatistics
 from juggle.runtime.ldapfilter import parse_filter
 from juggle.runtime.proxy import StateRecord, binding_of
-from juggle.runtime.tenants import TenantSignal
+from juggle.runtime.tenants import TenantSignal, VirtualDevice
 from juggle.runtime.tracing import Accumulator, merge, ns_per_tick
 
 __all__ = [
@@ -96,6 +101,11 @@ PUSH_BACKLOG = 1 << 20
 MAX_QUEUED = 64 << 20
 #: How long a SIGTERM waits for running calls before closing anyway.
 DEFAULT_DRAIN_S = 30.0
+#: Once a frame's first bytes came, the rest must come within this many seconds.
+FRAME_TIMEOUT_S = 30.0
+#: Bytes read from a socket at once.
+_RECV = 1 << 16
+_BUFFER_REFS = (InOut, ShmRef)
 _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
@@ -124,6 +134,7 @@ class _Handle:
     service_id: int
     methods: dict[str, bool]
     guard: _StateGuard | None
+    device: str | None = None  # the tenant's virtual device (arbitrated service), if any
     own: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
 
 
@@ -186,9 +197,9 @@ class _Writer:
         """Bytes of ``data`` the socket took (-1: the connection broke); lock held."""
         try:
             if fd is None:
-                return self._sock.send(data)
+                return self._sock.send(data, socket.MSG_DONTWAIT)
             ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd.to_bytes(4, "little"))]
-            sent = self._sock.sendmsg([data], ancillary)
+            sent = self._sock.sendmsg([data], ancillary, socket.MSG_DONTWAIT)
             os.close(fd)
             return sent
         except BlockingIOError:
@@ -243,40 +254,54 @@ class _Writer:
         self._sock.close()
 
 
+#: How a connection is read: by its reader thread, watched by the poller while that thread
+#: runs a call, or by a pool thread the poller sent (see :meth:`Daemon._read_while_busy`).
+_READER, _WATCHED, _HELPER = 0, 1, 2
+
+
 class _Connection:
-    """One client connection: identity, remote proxies, shared-memory segments."""
+    """One client connection: identity, socket, remote proxies, shared-memory segments.
+
+    Its reader thread reads the (blocking) socket; replies go out through ``out`` from any
+    thread. ``lock`` guards the counts of running requests and the reading mode.
+    """
 
     def __init__(
         self,
         conn_id: int,
         identity: Identity,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        sock: socket.socket,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         self.conn_id = conn_id
         self.identity = identity
-        self.reader = reader
-        self.writer = writer  # the transport: reads and closing; frames go through ``out``
-        sock = writer.get_extra_info("socket").dup()
-        sock.setblocking(False)
+        self.sock = sock
+        self.fd = sock.fileno()
         self.out = _Writer(sock, loop, MAX_QUEUED)
-        self.out.on_overflow = writer.close
+        self.out.on_overflow = self.abort
         self.handles: dict[int, _Handle] = {}
         self.segments: dict[int, _Segment] = {}
         self.shm_bytes = 0
         self._ids = iter(range(1, 1 << 62))
         self.lock = threading.Lock()
-        # requests running: counted by the loop (start) and the pool threads (end) under
-        # ``lock``; the loop is woken only when it waits for room or for the last one to end
+        self.cond = threading.Condition(self.lock)
+        # requests running: counted by the reader (start) and the threads running them (end)
         self.running = 0
-        self.blocked = False
-        self.watching = False
-        self.room = asyncio.Event()
-        self.idle = asyncio.Event()
+        self.mode = _READER
+        self.waiters = 0  # threads waiting on ``cond`` (for room, or for the last request)
+        self.backlog: deque[bytes] = deque()  # requests a helper read but had no room for
+        self.buf = bytearray()  # bytes read, not yet a whole frame
+        self.frame_deadline: float | None = None  # the frame begun must be whole by then
+        self.eof = False
         self.closed = False
+        self.thread: threading.Thread | None = None
         self.unlisten: Callable[[], None] | None = None
         self.dropped_pushes = 0
+
+    def abort(self) -> None:
+        """End the connection (any thread): its reader sees the end of stream and closes it."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
 
     def next_id(self) -> int:
         with self.lock:
@@ -314,6 +339,66 @@ class _Connection:
                 ref.segment,
             )
         return memoryview(seg.mm)[ref.offset : ref.offset + ref.length]
+
+
+class _Poller:
+    """Watches the sockets of connections whose reader thread is running a call: a request
+    that arrives meanwhile makes ``on_ready(conn)`` run on the poller's thread.
+
+    Every connection is registered once with no events (``EPOLLONESHOT``); :meth:`arm` asks
+    for one readable event and :meth:`disarm` withdraws it: one ``epoll_ctl`` each, and a
+    thread blocked in ``epoll_wait`` is not woken by either.
+    """
+
+    def __init__(self, on_ready: Callable[[_Connection], None]) -> None:
+        self._epoll = select.epoll()
+        self._conns: dict[int, _Connection] = {}
+        self._on_ready = on_ready
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._epoll.register(self._wake_r, select.EPOLLIN)
+        self._thread = threading.Thread(target=self._run, name="juggle-poll", daemon=True)
+        self._thread.start()
+
+    def add(self, conn: _Connection) -> None:
+        self._conns[conn.fd] = conn
+        self._epoll.register(conn.fd, select.EPOLLONESHOT)
+
+    def remove(self, conn: _Connection) -> None:
+        if self._conns.get(conn.fd) is conn:
+            del self._conns[conn.fd]
+            with contextlib.suppress(OSError, ValueError):
+                self._epoll.unregister(conn.fd)
+
+    def arm(self, conn: _Connection) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._epoll.modify(conn.fd, select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLONESHOT)
+
+    def disarm(self, conn: _Connection) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._epoll.modify(conn.fd, select.EPOLLONESHOT)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                events = self._epoll.poll()
+            except InterruptedError:
+                continue
+            except (OSError, ValueError):
+                return
+            for fd, _ in events:
+                if fd == self._wake_r:
+                    return
+                conn = self._conns.get(fd)
+                if conn is not None:
+                    self._on_ready(conn)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+        self._thread.join(5.0)
+        self._epoll.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
 
 
 class _Bucket:
@@ -374,7 +459,8 @@ class Daemon:
     ``policy_path`` is the tenant policy (TOML); without it the one kept in the state
     directory is used, and without that only the daemon's own uid may connect. ``workers``
     threads run calls; ``max_frame`` bounds a frame's payload. ``framework_options`` go to
-    :class:`~juggle.Framework`.
+    :class:`~juggle.Framework`. ``dashboard`` ``(host, port)`` serves the dashboard and
+    ``/metrics`` of the daemon's framework there (see :mod:`juggle.daemon.dashboard`).
     """
 
     def __init__(
@@ -389,6 +475,7 @@ class Daemon:
         max_frame: int = DEFAULT_MAX_FRAME,
         drain_s: float = DEFAULT_DRAIN_S,
         framework_options: dict[str, Any] | None = None,
+        dashboard: tuple[str, int] | None = None,
     ) -> None:
         self.socket_path = Path(socket_path)
         self.state = StateDir(state_dir)
@@ -399,6 +486,8 @@ class Daemon:
         self.drain_s = drain_s
         self._framework_options = dict(framework_options or {})
         self._workers = workers
+        self.dashboard_address = dashboard
+        self.dashboard: DashboardServer | None = None
         self.fw: Framework | None = None
         self.policy = AccessPolicy(None, os.getuid())
         self._lock = threading.Lock()
@@ -407,6 +496,8 @@ class Daemon:
         self._tenant_proxies: dict[tuple[str, int], list[Any]] = {}
         self._rates: dict[tuple[str, int], deque[tuple[float, int]]] = {}
         self._buckets: dict[str, _Bucket] = {}
+        self._region_lock = threading.Lock()
+        self._region_claims: dict[str, dict[str, int]] = {}
         self._connections: dict[int, _Connection] = {}
         self._conn_ids = iter(range(1, 1 << 62))
         self._segment_ids = iter(range(1, 1 << 62))
@@ -416,7 +507,8 @@ class Daemon:
         self._idle: asyncio.Event | None = None
         self._stopped: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.AbstractServer | None = None
+        self._poller: _Poller | None = None
+        self._bucket_lock = threading.Lock()
         self._calls = ThreadPoolExecutor(workers, thread_name_prefix="juggle-call")
         self._admin = ThreadPoolExecutor(4, thread_name_prefix="juggle-admin")
         self._ops: dict[str, _Op] = {
@@ -460,6 +552,11 @@ class Daemon:
                 log.info("module %s reinstalled from %s", module.name, entry.path)
             except JuggleError as exc:
                 log.error("module %s could not be reinstalled: %s", entry.path, exc)
+        if self.dashboard_address is not None:
+            host, port = self.dashboard_address
+            token = admin_token(self.state.root)
+            self.dashboard = DashboardServer(self.fw, host, port, token)
+            self.dashboard.start()
 
     def _load_policy(self) -> AccessPolicy:
         if self.policy_path is not None:
@@ -502,12 +599,14 @@ class Daemon:
             self.prepare()
         except JuggleError as exc:
             log.error("%s", exc)
+            self._stop_dashboard()
             self._close_framework()
             self.state.unlock()
             return 1
         try:
             asyncio.run(self.serve())
         except BaseException:
+            self._stop_dashboard()
             self._close_framework()  # the regions are released whatever went wrong
             raise
         finally:
@@ -523,7 +622,8 @@ class Daemon:
         self._idle = asyncio.Event()
         self._stopped = asyncio.Event()
         self._bind_socket()
-        await self.start_listening()
+        self._poller = _Poller(self._on_watched)
+        self.start_listening()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, self.stop)
@@ -567,17 +667,20 @@ class Daemon:
         sock.setblocking(False)
         self._listener = sock
 
-    async def start_listening(self) -> None:
-        """Accept connections on the bound socket."""
-        self._server = await asyncio.start_unix_server(self._accept, sock=self._listener)
+    def start_listening(self) -> None:
+        """Accept connections on the bound socket (the event loop accepts)."""
+        assert self._loop is not None
+        self._loop.add_reader(self._listener.fileno(), self._on_accept)
 
     async def _shutdown(self) -> None:
         log.info("shutting down: refusing new calls, waiting for running ones")
         with self._count_lock:
             self._closing = True
             busy = self._active > 0
-        if self._server is not None:
-            self._server.close()
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(Exception):
+            loop.remove_reader(self._listener.fileno())
+        self._listener.close()
         with contextlib.suppress(OSError):
             self.socket_path.unlink()
         assert self._idle is not None
@@ -588,12 +691,31 @@ class Daemon:
             log.warning(
                 "%d call(s) still running after %.0f s; closing anyway", self._active, self.drain_s
             )
-        for conn in list(self._connections.values()):
+        conns = list(self._connections.values())
+        for conn in conns:
             conn.out.close()
-            conn.writer.close()
-        loop = asyncio.get_running_loop()
+            conn.abort()
+        await loop.run_in_executor(self._admin, self._join_readers, conns)
+        if self._poller is not None:
+            self._poller.close()
+        await loop.run_in_executor(self._admin, self._stop_dashboard)
         await loop.run_in_executor(self._admin, self._close_framework)
         log.info("daemon stopped")
+
+    @staticmethod
+    def _join_readers(conns: list[_Connection], timeout: float = 5.0) -> None:
+        """Wait (up to ``timeout`` in all) for the connections' reader threads to end, so
+        their proxies are given back before the framework closes."""
+        deadline = time.monotonic() + timeout
+        for conn in conns:
+            thread = conn.thread
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _stop_dashboard(self) -> None:
+        dashboard, self.dashboard = self.dashboard, None
+        if dashboard is not None:
+            dashboard.stop()
 
     def _close_framework(self) -> None:
         if self.fw is not None:
@@ -612,13 +734,30 @@ class Daemon:
 
     # -- connections -----------------------------------------------------------------------
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
+    def _on_accept(self) -> None:
+        """The listening socket is readable (loop thread): admit every waiting peer."""
+        while True:
+            try:
+                sock, _ = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                log.warning("accept failed: %s", exc)
+                return
+            try:
+                self._admit(sock)
+            except Exception:
+                log.exception("admitting a connection failed")
+                sock.close()
+
+    def _admit(self, sock: socket.socket) -> None:
+        """Identify the peer of ``sock``; refuse it, or greet it and start its reader."""
+        sock.setblocking(True)
         try:
             peer = peer_credentials(sock)
         except OSError as exc:
             log.warning("no peer credentials: %s", exc)
-            writer.close()
+            sock.close()
             return
         identity = self.policy.identify(peer)
         if identity is None or self._closing:
@@ -632,14 +771,15 @@ class Daemon:
                 else DaemonShuttingDownError("the daemon is shutting down")
             )
             log.warning("refused pid %d uid %d: %s", peer.pid, peer.uid, error)
-            writer.write(frame(pack({"v": PROTOCOL_VERSION, "id": 0, "err": error_to_wire(error)})))
-            with contextlib.suppress(ConnectionError):
-                await writer.drain()
-            writer.close()
+            sock.settimeout(1.0)
+            with contextlib.suppress(OSError):
+                sock.sendall(
+                    frame(pack({"v": PROTOCOL_VERSION, "id": 0, "err": error_to_wire(error)}))
+                )
+            sock.close()
             return
-        conn = _Connection(
-            next(self._conn_ids), identity, reader, writer, asyncio.get_running_loop()
-        )
+        assert self._loop is not None
+        conn = _Connection(next(self._conn_ids), identity, sock, self._loop)
         self._connections[conn.conn_id] = conn
         log.info(
             "connection %d: pid %d uid %d as %s%s",
@@ -649,11 +789,16 @@ class Daemon:
             identity.name,
             " (admin)" if identity.admin else "",
         )
+        if self._poller is not None:
+            self._poller.add(conn)
         conn.send({"v": PROTOCOL_VERSION, "id": 0, "hello": self._hello(conn, peer)})
-        try:
-            await self._read_loop(conn)
-        finally:
-            await self._finish(conn)
+        conn.thread = threading.Thread(
+            target=self._serve_connection,
+            args=(conn,),
+            name=f"juggle-conn-{conn.conn_id}",
+            daemon=True,
+        )
+        conn.thread.start()
 
     def _hello(self, conn: _Connection, peer: PeerCredentials) -> dict[str, Any]:
         ident = conn.identity
@@ -669,50 +814,177 @@ class Daemon:
             "protocol": PROTOCOL_VERSION,
         }
 
-    async def _read_loop(self, conn: _Connection) -> None:
-        while not conn.closed:
-            with conn.lock:
-                full = conn.running >= MAX_INFLIGHT
-                if full:  # stop reading this connection until one of its requests ends
-                    conn.blocked = True
-                    conn.room.clear()
-            if full:
-                await conn.room.wait()
-                continue
-            try:
-                payload = await read_frame(conn.reader, self.max_frame)
-                if payload is None:
-                    return
-                msg = parse_request(payload)
-            except ProtocolError as exc:
-                log.warning("connection %d: %s; closing it", conn.conn_id, exc)
-                conn.send({"v": PROTOCOL_VERSION, "id": 0, "err": error_to_wire(exc)})
-                return
-            except (ConnectionError, OSError):
-                return
-            self._dispatch(conn, msg)
+    def _serve_connection(self, conn: _Connection) -> None:
+        """The reader thread of ``conn``: read and start its requests until it ends."""
+        try:
+            self._read_connection(conn)
+        except ProtocolError as exc:
+            log.warning("connection %d: %s; closing it", conn.conn_id, exc)
+            conn.send({"v": PROTOCOL_VERSION, "id": 0, "err": error_to_wire(exc)})
+        except Exception:
+            log.exception("connection %d: reading failed", conn.conn_id)
+        finally:
+            self._finish(conn)
 
-    async def _finish(self, conn: _Connection) -> None:
+    def _read_connection(self, conn: _Connection) -> None:
+        """Read frames from the blocking socket and start each request; returns at the end
+        of the stream. Raises :class:`ProtocolError` for a malformed frame."""
+        sock = conn.sock
+        while True:
+            # eof and backlog change only while this thread runs a call (a helper reads);
+            # the helper is done by the time the call returns, so no lock is needed here
+            if conn.eof:  # seen by a helper while this thread ran a call
+                if conn.buf:
+                    raise ProtocolError("connection closed inside a frame")
+                return
+            batch: list[bytes] = []
+            if conn.backlog:
+                with conn.lock:
+                    batch = list(conn.backlog)
+                    conn.backlog.clear()
+            if not batch:
+                deadline = conn.frame_deadline
+                if deadline is not None:  # a frame has begun: the rest must come in time
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
+                        raise ProtocolError(
+                            f"a frame did not come whole within {FRAME_TIMEOUT_S:g} s"
+                        )
+                try:
+                    data = sock.recv(_RECV)
+                except OSError:
+                    return
+                if not data:
+                    if conn.buf:
+                        raise ProtocolError("connection closed inside a frame")
+                    return
+                batch = self._split(conn, data)
+            last = len(batch) - 1
+            for i, payload in enumerate(batch):
+                self._wait_for_room(conn)
+                self._dispatch(conn, parse_request(payload), inline=i == last and not conn.buf)
+
+    def _split(self, conn: _Connection, data: bytes) -> list[bytes]:
+        """The payloads ``data`` completes (the rest stays in ``conn.buf``). Raises
+        :class:`ProtocolError` for a length of 0 or over the maximum."""
+        if not conn.buf and len(data) > HEADER.size:  # the usual case: one whole frame
+            (length,) = HEADER.unpack_from(data)
+            if len(data) == HEADER.size + length and length <= self.max_frame:
+                return [data[HEADER.size :]]
+        buf = conn.buf
+        buf += data
+        out: list[bytes] = []
+        while len(buf) >= HEADER.size:
+            (length,) = HEADER.unpack_from(buf)
+            if length == 0 or length > self.max_frame:
+                raise ProtocolError(f"frame length {length} outside 1..{self.max_frame}", length)
+            end = HEADER.size + length
+            if len(buf) < end:
+                break
+            out.append(bytes(buf[HEADER.size : end]))
+            del buf[:end]
+        if not buf:
+            conn.frame_deadline = None
+        elif out or conn.frame_deadline is None:
+            conn.frame_deadline = time.monotonic() + FRAME_TIMEOUT_S
+        return out
+
+    @staticmethod
+    def _wait_for_room(conn: _Connection) -> None:
+        """Block while ``conn`` has its maximum of requests running."""
+        if conn.running < MAX_INFLIGHT:  # only this thread raises it: room stays
+            return
+        with conn.lock:
+            while conn.running >= MAX_INFLIGHT:
+                conn.waiters += 1
+                try:
+                    conn.cond.wait()
+                finally:
+                    conn.waiters -= 1
+
+    def _on_watched(self, conn: _Connection) -> None:
+        """The poller saw data on ``conn`` while its reader runs a call (poller thread)."""
+        try:
+            self._calls.submit(self._read_while_busy, conn)
+        except RuntimeError:  # the pool is shut down
+            pass
+
+    def _read_while_busy(self, conn: _Connection) -> None:
+        """Read what came on ``conn`` while its reader thread runs a call, and hand the
+        requests to the pool (a pool thread sent by the poller)."""
+        with conn.lock:
+            if conn.mode != _WATCHED:
+                return  # the reader has taken its socket back
+            conn.mode = _HELPER
+        rearm = True
+        try:
+            try:
+                data = conn.sock.recv(_RECV, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                data = None
+            except OSError:
+                data = b""
+            if data == b"":
+                rearm = False
+                with conn.lock:
+                    conn.eof = True  # the reader ends the connection after its call
+            elif data:
+                for payload in self._split(conn, data):
+                    msg = parse_request(payload)
+                    with conn.lock:
+                        full = conn.running >= MAX_INFLIGHT or bool(conn.backlog)
+                        if full:  # the reader starts it once it has room
+                            conn.backlog.append(payload)
+                            rearm = False
+                    if not full:
+                        self._dispatch(conn, msg, inline=False)
+        except ProtocolError as exc:
+            log.warning("connection %d: %s; closing it", conn.conn_id, exc)
+            conn.send({"v": PROTOCOL_VERSION, "id": 0, "err": error_to_wire(exc)})
+            rearm = False
+            with conn.lock:
+                conn.eof = True
+                conn.buf.clear()
+        finally:
+            with conn.lock:
+                conn.mode = _WATCHED
+                if rearm and not conn.eof and self._poller is not None:
+                    self._poller.arm(conn)
+                conn.cond.notify_all()
+
+    def _finish(self, conn: _Connection) -> None:
+        """``conn`` ended (its reader thread): its running calls finish, then its proxies
+        and segments are given back and its socket closed."""
         conn.closed = True
         if conn.unlisten is not None:
             conn.unlisten()
             conn.unlisten = None
         with conn.lock:
-            conn.watching = True
-            busy = conn.running > 0
-        if busy:
-            await conn.idle.wait()  # calls running for it finish first
-        conn.out.release()
-        with contextlib.suppress(Exception):
-            conn.writer.close()
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._admin, self._release_all, conn)
+            while conn.running > 0:  # calls running for it finish first
+                conn.waiters += 1
+                try:
+                    conn.cond.wait()
+                finally:
+                    conn.waiters -= 1
+        if self._poller is not None:
+            self._poller.remove(conn)
+        conn.out.close()
+        self._release_all(conn)
+        loop = self._loop
+        try:
+            if loop is None:
+                raise RuntimeError
+            loop.call_soon_threadsafe(conn.out.release)  # the loop may watch its socket
+        except RuntimeError:  # the loop is gone
+            conn.sock.close()
         self._connections.pop(conn.conn_id, None)
         log.info("connection %d (%s) closed", conn.conn_id, conn.identity.name)
 
-    def _dispatch(self, conn: _Connection, msg: dict[str, Any]) -> None:
-        """Start request ``msg`` (loop thread): refuse it, run it inline, or hand it to a
-        pool whose thread sends the reply itself."""
+    def _dispatch(self, conn: _Connection, msg: dict[str, Any], *, inline: bool) -> None:
+        """Start request ``msg`` (the reader thread, or a helper): refuse it, run it here,
+        or hand it to a pool whose thread sends the reply itself. ``inline``: no other
+        request is known to be waiting, so a call may run on this thread while the poller
+        watches the socket."""
         try:
             op = self._ops.get(msg["op"])
             if op is None:
@@ -735,58 +1007,88 @@ class Daemon:
             self._active += 1
         with conn.lock:
             conn.running += 1
+            solo = conn.running == 1 and conn.mode == _READER
         if op.pool == "inline":
             self._run(conn, op, msg)
+        elif op.pool == "calls" and inline and solo and self._poller is not None:
+            self._run_watched(conn, op, msg, self._poller)
         else:
             pool = self._admin if op.pool == "admin" else self._calls
             pool.submit(self._run, conn, op, msg)
 
-    def _run(self, conn: _Connection, op: _Op, msg: dict[str, Any]) -> None:
-        """Run ``op`` and send its reply (a pool thread, or the loop for inline ones)."""
+    def _run_watched(
+        self, conn: _Connection, op: _Op, msg: dict[str, Any], poller: _Poller
+    ) -> None:
+        """Run ``op`` on the reader thread itself (no hand-over to the pool: the fast path
+        of a lone caller); meanwhile the poller watches the socket, and a request that comes
+        is read and started by a pool thread, so a slow call holds up nothing."""
+        with conn.lock:
+            conn.mode = _WATCHED
+            poller.arm(conn)
+        try:
+            message, fd = self._reply(conn, op, msg)
+        finally:
+            with conn.lock:
+                while conn.mode == _HELPER:  # a helper is reading: let it finish
+                    conn.waiters += 1
+                    try:
+                        conn.cond.wait()
+                    finally:
+                        conn.waiters -= 1
+                conn.mode = _READER
+                poller.disarm(conn)
+        conn.send(message, fd)
+        self._done(conn)
+
+    def _reply(
+        self, conn: _Connection, op: _Op, msg: dict[str, Any]
+    ) -> tuple[dict[str, Any], int | None]:
+        """Run ``op``; its reply message (and a descriptor to send with it)."""
         request_id = msg["id"]
         try:
             reply = op.fn(conn, msg)
             if isinstance(reply, _FdReply):
-                conn.send({"v": PROTOCOL_VERSION, "id": request_id, **reply.body}, reply.fd)
-            else:
-                conn.send({"v": PROTOCOL_VERSION, "id": request_id, **reply})
+                return {"v": PROTOCOL_VERSION, "id": request_id, **reply.body}, reply.fd
+            return {"v": PROTOCOL_VERSION, "id": request_id, **reply}, None
         except Exception as exc:
             if not isinstance(exc, JuggleError):
                 log.exception("connection %d: %s failed", conn.conn_id, msg.get("op"))
-            conn.send({"v": PROTOCOL_VERSION, "id": request_id, "err": error_to_wire(exc)})
+            return {"v": PROTOCOL_VERSION, "id": request_id, "err": error_to_wire(exc)}, None
+
+    def _run(self, conn: _Connection, op: _Op, msg: dict[str, Any]) -> None:
+        """Run ``op`` and send its reply (a pool thread, or the reader for inline ones)."""
+        try:
+            message, fd = self._reply(conn, op, msg)
+            conn.send(message, fd)
         finally:
             self._done(conn)
 
     def _done(self, conn: _Connection) -> None:
-        """A request of ``conn`` ended (any thread): count it; wake the loop only if it waits
-        for room on this connection, for its last request, or for the daemon's last."""
+        """A request of ``conn`` ended (any thread): count it; wake whoever waits for room
+        on this connection or for its last request, and the loop when it waits for the
+        daemon's last one."""
         with conn.lock:
             conn.running -= 1
-            room = conn.blocked and conn.running < MAX_INFLIGHT
-            if room:
-                conn.blocked = False
-            idle = conn.watching and conn.running == 0
+            if conn.waiters:
+                conn.cond.notify_all()
         with self._count_lock:
             self._active -= 1
             stopped = self._closing and self._active == 0
         loop = self._loop
-        if loop is None or not (room or idle or stopped):
+        if not stopped or loop is None or self._idle is None:
             return
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
-            if room:
-                loop.call_soon_threadsafe(conn.room.set)
-            if idle:
-                loop.call_soon_threadsafe(conn.idle.set)
-            if stopped and self._idle is not None:
-                loop.call_soon_threadsafe(self._idle.set)
+            loop.call_soon_threadsafe(self._idle.set)
 
     def _check_quota(self, ident: Identity) -> None:
         if ident.calls_per_s is None:
             return
-        bucket = self._buckets.get(ident.name)
-        if bucket is None or bucket.rate != ident.calls_per_s:
-            bucket = self._buckets[ident.name] = _Bucket(ident.calls_per_s)
-        if not bucket.take():
+        with self._bucket_lock:
+            bucket = self._buckets.get(ident.name)
+            if bucket is None or bucket.rate != ident.calls_per_s:
+                bucket = self._buckets[ident.name] = _Bucket(ident.calls_per_s)
+            taken = bucket.take()
+        if not taken:
             raise QuotaExceededError(
                 f"tenant {ident.name!r} is over its quota of {ident.calls_per_s:g} calls/s",
                 ident.name,
@@ -910,7 +1212,9 @@ class Daemon:
                 if guard is None or guard.record is not binding.record:
                     guard = self._guards[id(binding.record)] = _StateGuard(binding.record)
                 guard.users += 1
-            handle = _Handle(conn.next_id(), proxy, proxy.service_id, methods, guard)
+            impl = binding.impl
+            device = impl.device if isinstance(impl, VirtualDevice) else None
+            handle = _Handle(conn.next_id(), proxy, proxy.service_id, methods, guard, device)
             conn.handles[handle.handle_id] = handle
             self._tenant_proxies.setdefault((ident.name, proxy.service_id), []).append(proxy)
         if conn.closed:  # the client left while we got it
@@ -981,13 +1285,25 @@ class Daemon:
         if not isinstance(raw_args, list) or not isinstance(raw_kw, dict):
             raise ProtocolError('"args" must be a list and "kw" a map')
         views: list[memoryview] = []
+        claim = self._claim_region(conn.identity, handle)
         try:
-            args = [self._arg(conn, a, views) for a in raw_args]
+            buffers = False
+            for a in raw_args:
+                if isinstance(a, _BUFFER_REFS):
+                    buffers = True
+                    break
+            # plain values (the usual small call) are called with as they came
+            args = [self._arg(conn, a, views) for a in raw_args] if buffers else raw_args
             kwargs = {str(k): self._arg(conn, v, views) for k, v in raw_kw.items()}
             result = self._invoke(handle, name, args, kwargs)
-            out = [[i, bytes(a)] for i, a in enumerate(args) if isinstance(raw_args[i], InOut)]
-            out += [[k, bytes(v)] for k, v in kwargs.items() if isinstance(raw_kw[k], InOut)]
+            out = []
+            if buffers:
+                out = [[i, bytes(a)] for i, a in enumerate(args) if isinstance(raw_args[i], InOut)]
+            if kwargs:
+                out += [[k, bytes(v)] for k, v in kwargs.items() if isinstance(raw_kw[k], InOut)]
         finally:
+            if claim is not None:
+                self._unclaim_region(conn.identity.name, claim)
             for view in views:
                 with contextlib.suppress(BufferError):
                     view.release()
@@ -995,6 +1311,44 @@ class Daemon:
         if out:
             reply["out"] = out
         return reply
+
+    def _claim_region(self, ident: Identity, handle: _Handle) -> str | None:
+        """Before a call of ``handle``: the device it claims a region for (None: no claim to
+        make). Raises :class:`RegionQuotaExceededError` when the tenant's virtual devices
+        holding, waiting for or calling for a region are as many as its ``max_regions`` and
+        this device is not one of them."""
+        device, quota = handle.device, ident.max_regions
+        if device is None or quota is None:
+            return None
+        with self._region_lock:
+            claims = self._region_claims.setdefault(ident.name, {})
+            if device not in claims:
+                held = self._devices_placed(ident.name) | set(claims)
+                if device not in held and len(held) >= quota:
+                    raise RegionQuotaExceededError(
+                        f"tenant {ident.name!r} holds or waits for {len(held)} region(s) (for "
+                        f"{', '.join(sorted(held))}); its max_regions quota is {quota}: give "
+                        "one of those services back (unget_service) to free its region",
+                        ident.name,
+                    )
+            claims[device] = claims.get(device, 0) + 1
+        return device
+
+    def _unclaim_region(self, tenant: str, device: str) -> None:
+        with self._region_lock:
+            claims = self._region_claims.get(tenant, {})
+            left = claims.get(device, 1) - 1
+            if left > 0:
+                claims[device] = left
+            else:
+                claims.pop(device, None)
+
+    def _devices_placed(self, tenant: str) -> set[str]:
+        """Devices of ``tenant`` connected to a region, being placed, or waiting for one."""
+        for snap in self._framework().tenants():
+            if snap.name == tenant:
+                return {d.device for d in snap.devices if d.state != "disconnected"}
+        return set()
 
     @staticmethod
     def _invoke(handle: _Handle, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -1174,15 +1528,12 @@ class Daemon:
         closed = []
         for conn in list(self._connections.values()):
             peer = PeerCredentials(conn.identity.pid, conn.identity.uid, conn.identity.gid)
-            sock = conn.writer.get_extra_info("socket")
             with contextlib.suppress(OSError):
-                peer = peer_credentials(sock)
+                peer = peer_credentials(conn.sock)
             now = policy.identify(peer)
             if now != conn.identity:
                 closed.append(conn.conn_id)
-                loop = self._loop
-                if loop is not None:
-                    loop.call_soon_threadsafe(conn.writer.close)
+                conn.abort()
         log.info(
             "policy reloaded: %d tenants, %d connections closed", len(policy.tenants), len(closed)
         )

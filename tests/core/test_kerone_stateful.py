@@ -248,6 +248,30 @@ class AllocatorMachine(RuleBasedStateMachine):
         self.outstanding.discard(key)
         self.ctx_at_stop.pop(key, None)
 
+    @rule(
+        tenant=st.sampled_from(["mid", "gp1", "gp2"]),
+        priority=st.integers(0, 1),
+        realtime=st.booleans(),
+    )
+    def set_tenant(self, tenant: str, priority: int, realtime: bool) -> None:
+        """A reloaded policy changes a tenant's class or priority where it stands: whatever
+        it preempts now runs below the preempting request and is no real-time task."""
+        first = len(self.shell.solutions)
+        out = self.alloc.set_tenant(
+            tenant, self.now, realtime=realtime, priority=None if realtime else priority
+        )
+        regions = {r.name: r for r in self.alloc.statistics().regions}  # new priorities
+        self.shell.execute(out)
+        for sol in self.shell.solutions[first:]:
+            if sol.kind is SolutionKind.PREEMPT:
+                victim = sol.victim
+                assert victim is not None and victim in self.running
+                assert not self.alloc.tenant(victim[0]).realtime
+                held = regions[sol.region or ""]
+                assert held.client == f"{victim[0]}/{victim[1]}"
+                assert held.client_priority is not None and held.client_priority < sol.priority
+                self.preempt_checks += 1
+
     @rule(dt=st.sampled_from([0.0, 1.0, 10.0, 39.0, 40.0, 100.0]))
     def tick(self, dt: float) -> None:
         self.now += dt
@@ -291,6 +315,18 @@ class AllocatorMachine(RuleBasedStateMachine):
         waiting = {(w.tenant, w.device) for w in self.alloc.waiting()}
         assert waiting == {k for k in KEYS if self.state(k) is DeviceState.WAITING}
         assert waiting <= self.outstanding
+
+    @invariant()
+    def each_request_waits_in_the_queue_of_its_priority(self) -> None:
+        """White-box: the per-device, per-priority queues the allocator serves from agree
+        with each request's priority and with the per-priority counts."""
+        counts = [0] * len(self.alloc._waiting_at)
+        for queues in self.alloc._queues:
+            for prio, q in enumerate(queues):
+                for vd in q:
+                    assert vd.priority == prio, (vd, prio)
+                    counts[prio] += 1
+        assert counts == list(self.alloc._waiting_at)
 
     @invariant()
     def wait_list_is_priority_then_fifo(self) -> None:
@@ -342,6 +378,7 @@ def test_the_machine_reaches_every_interesting_state() -> None:
 
 def _invariants(machine: AllocatorMachine) -> None:
     machine.one_client_per_region()
+    machine.each_request_waits_in_the_queue_of_its_priority()
     machine.running_tasks_hold_busy_regions()
     machine.no_request_is_lost()
     machine.wait_list_is_priority_then_fifo()

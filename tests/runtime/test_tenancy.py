@@ -434,6 +434,31 @@ def test_a_real_time_tenants_co_module_is_never_preempted(
     assert region_holder(fw) == add.service_id
 
 
+def test_a_co_module_follows_its_tenants_new_standing(
+    fw: juggle.Framework, library: dict[str, Any]
+) -> None:
+    """The co-module a tenant uses holds its region with that tenant's standing, as the
+    policy says now: made real-time, it is not preempted; lowered back, it is."""
+    fw.add_tenant("a", priority=1)
+    fw.add_tenant("high", priority=2, model="aware")
+    fw.install(MODULES / "math").start()
+    add = fw.get_service("math.AddService", consumer="a")
+    fw.juggle(to_hardware=add.service_id)
+    start(fw, library, "tdeshw")
+    fw.set_tenant("a", realtime=True)
+    high = service(fw, "tdes", "high")
+    with pytest.raises(WaitSignal):
+        high.load_key(K_HIGH)  # 2 < real-time: high waits
+    assert region_holder(fw) == add.service_id
+    assert device(fw, "high", "tdes").state == "waiting"  # queued, not preempting
+    assert kinds(fw, "a") == []
+    fw.set_tenant("a", priority=0)  # now below the waiting request: preempted to software
+    assert fw.signals("a").wait_for("preempt", timeout=WAIT_S) is not None
+    assert fw.signals("high").wait_for("ready", timeout=WAIT_S) is not None
+    high.load_key(K_HIGH)  # served in prr0 (then the co-module takes it back)
+    assert add.add(2, 3) == 5
+
+
 def test_a_co_module_no_tenant_uses_yields_to_any_tenant_and_juggles_see_the_holder(
     fw: juggle.Framework, library: dict[str, Any], gate: Any
 ) -> None:
@@ -554,6 +579,60 @@ def test_equal_priorities_never_preempt(
     assert encrypt(b) == tdes(K_HIGH)
     assert encrypt(a) == tdes(K_LOW)
     assert device(fw, "a", "tdes").preemptions == device(fw, "b", "tdes").preemptions == 0
+
+
+def test_a_waiting_tenant_raised_by_set_tenant_preempts_the_running_one(
+    fw: juggle.Framework, library: dict[str, Any], gate: Any
+) -> None:
+    """A reloaded policy takes effect where the tenants stand: b waits behind a (equal
+    priority) until b's priority is raised; then a gets PREEMPT, finishes its call, and b
+    runs; a's model changed to aware, so its next call raises WaitSignal instead of
+    blocking."""
+    fw.add_tenant("a", priority=1)
+    fw.add_tenant("b", priority=1)
+    start(fw, library, "tdeshw")
+    a, b = service(fw, "tdes", "a"), service(fw, "tdes", "b")
+    a.load_key(K_LOW)
+    kinds(fw, "a")
+    running = hold_in_the_middle(gate, lambda: encrypt(a))
+    waiting = Call(lambda: b.load_key(K_HIGH))
+    assert fw.signals("b").wait_for("wait", timeout=WAIT_S) is not None
+    assert kinds(fw, "a") == []  # equal priorities: no preemption yet
+    snap = fw.set_tenant("b", priority=2)
+    assert (snap.name, snap.priority, snap.model) == ("b", 2, "native")
+    assert fw.signals("a").wait_for("preempt", timeout=WAIT_S) is not None
+    fw.set_tenant("a", priority=1, model="aware")
+    gate.release.set()
+    assert running.join() == tdes(K_LOW)  # the preempted call itself completed
+    waiting.join()
+    assert encrypt(b) == tdes(K_HIGH)
+    assert device(fw, "a", "tdes").preemptions == 1
+    b_running = hold_in_the_middle(gate, lambda: encrypt(b))
+    with pytest.raises(WaitSignal):  # aware now: told to wait, not blocked
+        encrypt(a)
+    gate.release.set()
+    assert b_running.join() == tdes(K_HIGH)
+    assert fw.signals("a").wait_for("ready", timeout=WAIT_S) is not None
+    assert encrypt(a) == tdes(K_LOW)  # its context came back
+    (ta,) = [t for t in fw.tenants() if t.name == "a"]
+    assert (ta.priority, ta.model) == (1, "aware")
+
+
+def test_set_tenant_refuses_bad_changes_and_changes_nothing(fw: juggle.Framework) -> None:
+    fw.add_tenant("ok", priority=1)
+    before = fw.tenants()
+    bad: list[tuple[type[Exception], Callable[[], Any]]] = [
+        (UnknownTenantError, lambda: fw.set_tenant("ghost", priority=1)),
+        (PriorityError, lambda: fw.set_tenant("ok", priority=3)),
+        (PriorityError, lambda: fw.set_tenant("ok", realtime=True, priority=0)),
+        (PriorityError, lambda: fw.set_tenant("ok", priority=True)),
+        (ProgrammingModelError, lambda: fw.set_tenant("ok", model="lazy")),
+        (InvalidConsumerError, lambda: fw.set_tenant("")),
+    ]
+    for error, call in bad:
+        with pytest.raises(error):
+            call()
+        assert fw.tenants() == before
 
 
 # -- the public surface and bad input ------------------------------------------------------------

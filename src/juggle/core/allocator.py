@@ -261,21 +261,7 @@ class Allocator:
         """
         if name in self._tenants:
             raise DuplicateTenantError(f"tenant {name!r} is already registered", subject=name)
-        if realtime:
-            if priority is not None and priority != self._top:
-                raise PriorityError(
-                    f'"priority" of real-time tenant {name!r} must be {self._top}; got {priority}',
-                    subject=priority,
-                )
-            prio = self._top
-        else:
-            prio = 0 if priority is None else priority
-            if not 0 <= prio < self._top:
-                raise PriorityError(
-                    f'"priority" of general-purpose tenant {name!r} must be in 0..{self._top - 1}'
-                    f"; got {prio}",
-                    subject=prio,
-                )
+        prio = self._class_priority(name, realtime, priority)
         tenant = Tenant(name, prio, realtime, model)
         for dev_id, spec in enumerate(self._index.devices):
             tenant.devices[spec.name] = VirtualDevice(
@@ -748,6 +734,52 @@ class Allocator:
         slot.design = _NO_DESIGN
         return out
 
+    def set_tenant(
+        self,
+        name: str,
+        now: float,
+        *,
+        realtime: bool = False,
+        priority: int | None = None,
+        model: ProgrammingModel | None = None,
+    ) -> list[Action]:
+        """Change registered tenant ``name``'s class, priority and (unless None) programming
+        model, as :meth:`add_tenant` would have set them (a reloaded tenant policy).
+
+        Its devices that asked with the tenant's priority (the default) follow it; one that
+        asked lower keeps its priority, capped at the new one. Waiting requests move to their
+        new place in line (keeping their FIFO number), the regions its devices hold carry the
+        new priority and class, and every preemptible busy region a waiting request now
+        outranks is preempted (as on any priority change). Nothing changes when this raises:
+        :class:`~juggle.errors.UnknownTenantError`, :class:`~juggle.errors.PriorityError`,
+        :class:`~juggle.errors.TimeOrderError`.
+        """
+        t = self._tenants.get(name)
+        if t is None:
+            raise self._unknown_tenant(name)
+        prio = self._class_priority(name, realtime, priority)
+        self._check_time(now)
+        out = self._begin(now)
+        old = t.priority
+        t.priority, t.realtime = prio, realtime
+        if model is not None:
+            t.model = model
+        for vd in t.devices.values():
+            new = prio if vd.priority == old else min(vd.priority, prio)
+            if vd.state is _WAITING and new != vd.priority:
+                self._dequeue(vd)
+                vd.priority = new
+                self._enqueue(vd)
+            vd.priority = new
+            slot = vd.region
+            if vd.state is _CONNECTED and slot is not None and slot.client is vd:
+                slot.occ_prio = new
+                slot.occ_rt = realtime or vd.pinned
+        for slot in self._slots:
+            if slot.state is _BUSY and not slot.occ_rt:
+                self._serve_busy(slot, now, out)
+        return out
+
     def set_priority(
         self, tenant: str, device: str, priority: int, now: float, *, preemptible: bool = True
     ) -> list[Action]:
@@ -1093,6 +1125,25 @@ class Allocator:
         raise AssertionError(f"{vd!r} does not fit {slot.name}")  # pragma: no cover
 
     # -- look-ups and errors ---------------------------------------------------------------
+
+    def _class_priority(self, name: str, realtime: bool, priority: int | None) -> int:
+        """The priority of tenant ``name`` of the given class: the top one if real-time (which
+        ``priority`` may only repeat), else ``priority`` (default 0) below it."""
+        if realtime:
+            if priority is not None and priority != self._top:
+                raise PriorityError(
+                    f'"priority" of real-time tenant {name!r} must be {self._top}; got {priority}',
+                    subject=priority,
+                )
+            return self._top
+        prio = 0 if priority is None else priority
+        if not 0 <= prio < self._top:
+            raise PriorityError(
+                f'"priority" of general-purpose tenant {name!r} must be in 0..{self._top - 1}'
+                f"; got {prio}",
+                subject=prio,
+            )
+        return prio
 
     def _asker(self, tenant: str, priority: int | None) -> tuple[Tenant, int]:
         """``tenant`` and the priority it asks with (its own, or lowered to ``priority``)."""

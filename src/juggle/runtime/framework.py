@@ -1077,6 +1077,24 @@ class Framework:
         self._check_open()
         return self._tenancy.add_tenant(name, priority=priority, realtime=realtime, model=model)
 
+    def set_tenant(
+        self,
+        name: str,
+        *,
+        priority: int | None = None,
+        realtime: bool = False,
+        model: str = "native",
+    ) -> TenantSnapshot:
+        """Give registered tenant ``name`` a new class, priority and programming model, taken
+        as :meth:`add_tenant` takes them (a reloaded tenant policy): its waiting requests move
+        in line, the regions it holds carry the new priority (a request that now outranks it
+        preempts it at the next consistency point; a real-time tenant is never preempted), and
+        its signals follow the new model. Nothing changes when this raises: the errors of
+        :meth:`add_tenant`, and :class:`~juggle.errors.UnknownTenantError`.
+        """
+        self._check_open()
+        return self._tenancy.set_tenant(name, priority=priority, realtime=realtime, model=model)
+
     def tenants(self) -> tuple[TenantSnapshot, ...]:
         """Snapshots of the tenants (priority, model, each virtual device's state and region)."""
         self._check_open()

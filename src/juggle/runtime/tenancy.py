@@ -234,6 +234,58 @@ class TenantArbiter:
         (out of range, or not an int), :class:`~juggle.errors.DuplicateTenantError`,
         :class:`~juggle.errors.TenancyClosedError`.
         """
+        kind, public = self._tenant_class(name, priority, realtime, model)
+        with self._cond:
+            self._check_open()
+            self._alloc.add_tenant(
+                name, realtime=realtime, priority=None if realtime else public + 1, model=kind
+            )
+            record = _Tenant(name, public, realtime, kind, SignalChannel(name))
+            self._tenants[name] = record
+            return self._tenant_snapshot(record)
+
+    def set_tenant(
+        self,
+        name: str,
+        *,
+        priority: int | None = None,
+        realtime: bool = False,
+        model: str | ProgrammingModel = "native",
+    ) -> TenantSnapshot:
+        """Give registered tenant ``name`` a new class, priority and programming model (as
+        :meth:`add_tenant` takes them; a reloaded tenant policy). Its waiting requests take
+        their new place in line, the regions it holds carry the new priority, a request it now
+        outranks (or that now outranks it) preempts at the next consistency point, and the
+        co-modules it uses hold their regions with the new standing. Signals from now on follow
+        the new model. Nothing changes when this raises: the errors of :meth:`add_tenant`
+        (but :class:`~juggle.errors.UnknownTenantError` for a name not registered).
+        """
+        kind, public = self._tenant_class(name, priority, realtime, model)
+        with self._cond:
+            self._check_open()
+            record = self._tenant(name)
+            now = self._now()
+            actions = self._alloc.set_tenant(
+                name, now, realtime=realtime, priority=None if realtime else public + 1, model=kind
+            )
+            record.priority, record.realtime, record.model = public, realtime, kind
+            for svc in self._services.values():
+                if svc.arbitrated or name not in svc.consumers:
+                    continue
+                prio, preemptible = self._standing(svc)
+                actions += self._alloc.set_priority(
+                    SYSTEM_TENANT, svc.device, prio, now, preemptible=preemptible
+                )
+            self._execute(actions)
+            snapshot = self._tenant_snapshot(record)
+        self._flush()
+        return snapshot
+
+    def _tenant_class(
+        self, name: str, priority: int | None, realtime: bool, model: str | ProgrammingModel
+    ) -> tuple[ProgrammingModel, int]:
+        """Checked arguments of :meth:`add_tenant`/:meth:`set_tenant`: the programming model
+        and the public priority (``LIVE_PRIORITY_LEVELS - 1`` for a real-time tenant)."""
         if not isinstance(name, str) or not name:
             raise InvalidConsumerError(
                 f'tenant "name" must be a non-empty string; got {name!r}', subject=name
@@ -263,18 +315,7 @@ class TenantArbiter:
                 f'"priority" of real-time tenant {name!r} must be {top}; got {priority}',
                 subject=priority,
             )
-        with self._cond:
-            self._check_open()
-            self._alloc.add_tenant(
-                name,
-                realtime=bool(realtime),
-                priority=None if realtime else (priority or 0) + 1,
-                model=kind,
-            )
-            public = top if realtime else (priority or 0)
-            record = _Tenant(name, public, bool(realtime), kind, SignalChannel(name))
-            self._tenants[name] = record
-            return self._tenant_snapshot(record)
+        return kind, top if realtime else (priority or 0)
 
     def tenants(self) -> tuple[TenantSnapshot, ...]:
         """Snapshots of every tenant, in registration order."""

@@ -93,6 +93,8 @@ class FaultInjector:
         self._fired = dict.fromkeys(FAULT_STEPS, 0)
         #: armed faults of :data:`ACCESS_FAULT_STEPS` (0: a window access need not ask)
         self.pending = 0
+        #: whether any fault is armed at all (read without the lock by :meth:`fire`)
+        self._any_armed = False
 
     def arm(self, step: str, count: int = 1) -> None:
         """Make the next ``count`` operations of ``step`` fail.
@@ -123,6 +125,8 @@ class FaultInjector:
 
         Raises ``KeyError`` for a step that is not one of :data:`FAULT_STEPS` (a caller's bug).
         """
+        if not self._any_armed and step in self._armed:  # nothing armed (True is re-checked)
+            return False
         with self._lock:
             if self._armed[step] <= 0:
                 return False
@@ -146,8 +150,9 @@ class FaultInjector:
             return None
 
     def _update_pending(self) -> None:
-        """Recompute :attr:`pending`; the caller holds the lock."""
+        """Recompute :attr:`pending` and whether anything is armed; the caller holds the lock."""
         self.pending = sum(self._armed[step] for step in ACCESS_FAULT_STEPS)
+        self._any_armed = any(count > 0 for count in self._armed.values())
 
     def _check(self, step: str) -> None:
         if step not in self._armed:

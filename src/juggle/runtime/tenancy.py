@@ -753,7 +753,9 @@ class TenantArbiter:
         """Priority and preemptibility of a juggle-placed service: its tenant consumers'
         highest priority (0, below every tenant, with none); a hardware-only service or one
         a real-time tenant uses is never preempted."""
-        prio = max((self._tenants[c].priority + 1 for c in svc.consumers), default=0)
+        if not svc.consumers:  # no tenant uses it: below every tenant
+            return 0, svc.managed.has_software
+        prio = max(self._tenants[c].priority + 1 for c in svc.consumers)
         realtime = any(self._tenants[c].realtime for c in svc.consumers)
         return min(prio, SYSTEM_PRIORITY), not realtime and svc.managed.has_software
 

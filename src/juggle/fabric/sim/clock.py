@@ -95,15 +95,17 @@ class ModelClock:
         """
         if ps < 0:
             raise FabricError(f'"ps" must be >= 0, got {ps}', ps)
+        if not self._pace:  # the hot path: only the sum
+            with self._lock:
+                self._ps += ps
+                return self._ps
         with self._lock:
-            if self._pace:
-                wall_ps = self._wall_ps()
-                if wall_ps > self._ps:
-                    self._ps = wall_ps
+            wall_ps = self._wall_ps()
+            if wall_ps > self._ps:
+                self._ps = wall_ps
             self._ps += ps
             now = self._ps
-        if self._pace:
-            self._hold(now, 0 if settle else self._slack_ps)
+        self._hold(now, 0 if settle else self._slack_ps)
         return now
 
     def _wall_ps(self) -> int:

@@ -37,6 +37,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=32, help="threads running calls")
     p.add_argument("--log-level", default="INFO", help="logging level")
     p.add_argument(
+        "--spin-us",
+        type=float,
+        default=None,
+        help="after a request, a connection's reader thread polls for the next one this "
+        "many µs before blocking (0..1000, 0: off; default 50)",
+    )
+    p.add_argument(
         "--dashboard",
         metavar="[HOST:]PORT",
         default=None,
@@ -68,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             policy_path=args.policy,
             workers=args.workers,
             dashboard=dashboard,
+            **({} if args.spin_us is None else {"spin_us": args.spin_us}),
         )
         return daemon.run()
     except JuggleError as exc:

@@ -11,8 +11,9 @@ temporary socket and this process as its client:
   connection's reader thread, no proxy): the floor under every call.
 - ``daemon_socket_floor_us_p50``: median round trip of 32 bytes through a Unix socket pair
   to a child process that echoes them, measured in the same run: what two wake-ups of two
-  processes cost on this machine now (from ~7 µs on an idle machine to ~80 µs on a busy
-  one), the floor no daemon call can go under; read the call and ping figures against it.
+  processes cost on this machine now (from ~7 µs when the other CPU is busy anyway to ~80 µs
+  when it must be woken first). Both daemon and client spin briefly before blocking (see
+  :mod:`juggle.daemon.spin`), so a call can go under it; without spinning it cannot.
 - ``daemon_transparency_64k``: throughput of native TDES on 64 KiB buffers through the daemon
   (shared memory) divided by the same calls in process. Target >= 0.9.
 - ``daemon_transparency_64k_socket``: the same with the buffers carried in the frames instead
@@ -139,23 +140,31 @@ def _seconds(encrypt: object, buf: bytearray, n: int) -> float:
     return time.perf_counter() - t0
 
 
-def _ratios(local: object, remotes: list[object], buf: bytearray, n: int) -> list[float]:
-    """Throughput of each of ``remotes`` over ``local``'s: best of five runs each, the runs
-    interleaved so that a change of the machine's load hits all of them alike."""
+def _ratios(
+    local: object, remotes: list[object], buf: bytearray, n: int, runs: int = 5
+) -> list[float]:
+    """Throughput of each of ``remotes`` over ``local``'s: best of ``runs`` runs of ``n``
+    calls each, the runs interleaved so that a change of the machine's load hits all of them
+    alike (short runs, many of them: each side's best is likelier a run with a CPU to itself,
+    as a call of native TDES on 64 KiB takes ~8 ms alone and twice that sharing a CPU)."""
     best = [float("inf")] * (1 + len(remotes))
-    for _ in range(5):
+    for _ in range(runs):
         for i, encrypt in enumerate([local, *remotes]):
             best[i] = min(best[i], _seconds(encrypt, buf, n))
     return [best[0] / b for b in best[1:]]
 
 
-def daemon_bench(quick: bool = False) -> dict[str, float]:
+def daemon_bench(quick: bool = False, spin_us: float | None = None) -> dict[str, float]:
     """Start a daemon on a temporary socket, measure, stop it; the figures (see module doc).
-    ``quick`` makes fewer calls (a smoke run)."""
+    ``quick`` makes fewer calls (a smoke run). ``spin_us``: the spin bound of the daemon and
+    its clients (default: theirs, :data:`~juggle.daemon.spin.DEFAULT_SPIN_US`; 0: none)."""
     import juggle
     from juggle.daemon.client import connect
+    from juggle.daemon.spin import DEFAULT_SPIN_US, check_spin_us
 
-    calls, blocks = (300, 10) if quick else (5000, 60)
+    spin = DEFAULT_SPIN_US if spin_us is None else check_spin_us(spin_us)
+
+    calls, blocks, runs = (300, 5, 3) if quick else (5000, 12, 15)
     root = Path(tempfile.mkdtemp(prefix="jdbench"))
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -164,15 +173,15 @@ def daemon_bench(quick: bool = False) -> dict[str, float]:
         sock = root / "d.sock"
         proc = subprocess.Popen(
             [sys.executable, "-m", "juggle.daemon", "--socket", str(sock), "--state",
-             str(root / "state"), "--log-level", "WARNING"],
+             str(root / "state"), "--log-level", "WARNING", "--spin-us", str(spin)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         _wait_for(sock, proc)
         buf = bytearray(os.urandom(64 << 10))
         with (
-            connect(sock) as client,
-            connect(sock, shm_threshold=1 << 30) as inline,  # buffers inside the frames
+            connect(sock, spin_us=spin) as client,
+            connect(sock, shm_threshold=1 << 30, spin_us=spin) as inline,  # buffers in frames
             juggle.Framework("xupv2p") as fw,
         ):
             client.install(add)
@@ -192,7 +201,7 @@ def daemon_bench(quick: bool = False) -> dict[str, float]:
             for proxy in proxies:
                 proxy.load_key(_KEY)
             shm_ratio, socket_ratio = _ratios(
-                proxies[0].encrypt, [p.encrypt for p in proxies[1:]], buf, blocks
+                proxies[0].encrypt, [p.encrypt for p in proxies[1:]], buf, blocks, runs
             )
         return {
             "daemon_call_us_p50": call_us,
@@ -213,6 +222,7 @@ def daemon_bench(quick: bool = False) -> dict[str, float]:
             shutil.rmtree(root)
 
 
-if __name__ == "__main__":  # python -m juggle.daemon.bench [--quick]
-    for key, value in daemon_bench("--quick" in sys.argv).items():
+if __name__ == "__main__":  # python -m juggle.daemon.bench [--quick] [--spin-us N]
+    _spin = float(sys.argv[sys.argv.index("--spin-us") + 1]) if "--spin-us" in sys.argv else None
+    for key, value in daemon_bench("--quick" in sys.argv, _spin).items():
         print(f"{key:34} {value:10.3f}")

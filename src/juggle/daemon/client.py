@@ -60,6 +60,7 @@ from juggle.daemon.protocol import (
     pack,
     unpack,
 )
+from juggle.daemon.spin import DEFAULT_SPIN_US, Spinner, check_spin_us
 from juggle.errors import JuggleError
 from juggle.runtime.framework import (
     JuggleReport,
@@ -85,6 +86,10 @@ DEFAULT_SHM_THRESHOLD = 8 << 10
 MIN_SEGMENT = 64 << 10
 _MAX_FDS = 16
 _RECV = 1 << 16
+_ANCILLARY = socket.CMSG_SPACE(_MAX_FDS * 4)
+_MSG_CTRUNC = int(getattr(socket, "MSG_CTRUNC", 0))  # a plain int: IntFlag's & is slow
+#: Argument types sent as they are (no buffer handling).
+_PLAIN = frozenset({int, float, str, bool, type(None), bytes})
 
 
 # -- one connection --------------------------------------------------------------------------
@@ -167,18 +172,21 @@ class _Link:
         self._reading = False
         self._waiting: list[_Pending] = []
         self._listener: threading.Thread | None = None
+        spin_us = client.spin_us
+        self._spinner = Spinner(sock.fileno(), spin_us) if spin_us else None
 
     # -- receiving -------------------------------------------------------------------------
 
     def _recv(self) -> bool:
         """Read once from the socket into the backlog of payloads; False at end of stream."""
-        data, ancdata, flags, _ = self.sock.recvmsg(_RECV, socket.CMSG_SPACE(_MAX_FDS * 4))
-        for level, kind, cdata in ancdata:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds = array.array("i")
-                fds.frombytes(cdata[: len(cdata) - len(cdata) % fds.itemsize])
-                self._fds.extend(fds)
-        if flags & getattr(socket, "MSG_CTRUNC", 0):
+        data, ancdata, flags, _ = self.sock.recvmsg(_RECV, _ANCILLARY)
+        if ancdata:
+            for level, kind, cdata in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds = array.array("i")
+                    fds.frombytes(cdata[: len(cdata) - len(cdata) % fds.itemsize])
+                    self._fds.extend(fds)
+        if flags & _MSG_CTRUNC:
             raise ProtocolError("file descriptors from the daemon were cut off")
         if not data:
             return False
@@ -213,12 +221,19 @@ class _Link:
     def _pump(self, pending: _Pending, deadline: float | None) -> None:
         """Read and hand out replies until ``pending`` is answered, the link is down, or
         ``deadline`` passes (the caller holds the reading)."""
+        spinner = self._spinner
         try:
             while True:
                 while self._backlog:
                     self._handle(unpack(self._backlog.popleft(), trusted=True))
                 if pending.done or not self.alive:
                     return
+                if spinner is not None and spinner.spin(
+                    None if deadline is None else int((deadline - time.monotonic()) * 1e9)
+                ):
+                    if not self._recv():  # readable now: no wake-up to pay
+                        break
+                    continue
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0 or not select.select([self.sock], [], [], remaining)[0]:
@@ -313,24 +328,25 @@ class _Link:
             elif "err" in message and self.error is None:
                 self.error = error_from_wire(message["err"])
             return
+        fd = self._fds.popleft() if "fd" in message and message["fd"] and self._fds else None
+        error = error_from_wire(message["err"]) if "err" in message else None
         with self._state_lock:
             pending = self._pending.pop(request_id, None)
-        fd = self._fds.popleft() if message.get("fd") and self._fds else None
+            if pending is not None:
+                pending.fd = fd
+                if error is not None:
+                    pending.error = error
+                else:
+                    pending.reply = message
+                pending.done = True
+                event = pending.event
+                if event is not None:  # answered: it is no heir for the reading any more
+                    with contextlib.suppress(ValueError):
+                        self._waiting.remove(pending)
         if pending is None:
             if fd is not None:
                 os.close(fd)
             return
-        pending.fd = fd
-        if "err" in message:
-            pending.error = error_from_wire(message["err"])
-        else:
-            pending.reply = message
-        with self._state_lock:
-            pending.done = True
-            event = pending.event
-            if event is not None:  # answered: it is no heir for the reading any more
-                with contextlib.suppress(ValueError):
-                    self._waiting.remove(pending)
         if event is not None:
             event.set()
 
@@ -365,8 +381,9 @@ class _Link:
     # -- sending ---------------------------------------------------------------------------
 
     def request(self, message: dict[str, Any], timeout: float | None) -> _Pending:
-        """Send ``message`` and wait for its reply; the answered request. Raises the error
-        the daemon sent, or :class:`DaemonUnavailableError`."""
+        """Send ``message`` (a fresh map of the caller's: its ``v`` and ``id`` are set here)
+        and wait for its reply; the answered request. Raises the error the daemon sent, or
+        :class:`DaemonUnavailableError`."""
         pending = _Pending()
         with self._state_lock:
             if not self.alive:
@@ -375,8 +392,10 @@ class _Link:
                 )
             request_id = next(self._ids)
             self._pending[request_id] = pending
+        message["v"] = PROTOCOL_VERSION
+        message["id"] = request_id
         try:
-            data = frame(pack({"v": PROTOCOL_VERSION, "id": request_id, **message}))
+            data = frame(pack(message))
         except (TypeError, ValueError, OverflowError) as exc:
             with self._state_lock:
                 self._pending.pop(request_id, None)
@@ -530,6 +549,8 @@ class RemoteProxy:
             raise JuggleError(f"proxy of service {self.service_id} was released", self.service_id)
         client = self._client
         link = client._current_link()
+        if self._generation == client._generation:  # the usual case (checked again below)
+            return link, self._handle
         with self._lock:
             if self._generation != client._generation:  # reconnected: acquire it again
                 answered = link.request(
@@ -554,27 +575,38 @@ class RemoteProxy:
     def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         link, handle = self._current()
         client = self._client
-        wire: list[Any] = []
-        after: list[Callable[[dict[int | str, bytes]], None]] = []
-        scratch: list[Any] = []
-        try:
-            for index, arg in enumerate(args):
-                wire.append(self._encode(link, index, arg, after, scratch))
-            wire_kw = {k: self._encode(link, k, v, after, scratch) for k, v in kwargs.items()}
-            answered = link.request(
-                {"op": "call", "h": handle, "m": name, "args": wire, "kw": wire_kw},
-                client.call_timeout,
-            )
-            reply = answered.reply
+        plain = not kwargs
+        if plain:
+            for arg in args:
+                if type(arg) not in _PLAIN:
+                    plain = False
+                    break
+        if plain:  # the usual small call: the arguments travel as they are
+            reply = link.request(
+                {"op": "call", "h": handle, "m": name, "args": args}, client.call_timeout
+            ).reply
             assert reply is not None
-            outs: dict[int | str, bytes] = {}
-            for key, data in reply.get("out") or ():
-                outs[key] = data
-            for step in after:
-                step(outs)
-        finally:
-            for seg in scratch:
-                link.give_scratch(seg)
+        else:
+            wire: list[Any] = []
+            after: list[Callable[[dict[int | str, bytes]], None]] = []
+            scratch: list[Any] = []
+            try:
+                for index, arg in enumerate(args):
+                    wire.append(self._encode(link, index, arg, after, scratch))
+                wire_kw = {k: self._encode(link, k, v, after, scratch) for k, v in kwargs.items()}
+                message: dict[str, Any] = {"op": "call", "h": handle, "m": name, "args": wire}
+                if wire_kw:
+                    message["kw"] = wire_kw
+                reply = link.request(message, client.call_timeout).reply
+                assert reply is not None
+                outs: dict[int | str, bytes] = {}
+                for key, data in reply.get("out") or ():
+                    outs[key] = data
+                for step in after:
+                    step(outs)
+            finally:
+                for seg in scratch:
+                    link.give_scratch(seg)
         if name in self._setters:
             with self._lock:
                 self._record[name] = (
@@ -690,7 +722,9 @@ class Client:
         timeout: float = 5.0,
         call_timeout: float | None = None,
         shm_threshold: int = DEFAULT_SHM_THRESHOLD,
+        spin_us: float = DEFAULT_SPIN_US,
     ) -> None:
+        self.spin_us = check_spin_us(spin_us)
         self.path = Path(path) if path is not None else default_socket_path()
         self.retry = retry
         self.timeout = timeout
@@ -770,6 +804,9 @@ class Client:
             raise
 
     def _current_link(self) -> _Link:
+        link = self._link
+        if link is not None and not self.retry and link.alive and not self._closed:
+            return link  # the usual case, without the lock
         with self._lock:
             if self._closed:
                 raise DaemonUnavailableError("the client is closed", str(self.path))
@@ -939,15 +976,24 @@ def connect(
     timeout: float = 5.0,
     call_timeout: float | None = None,
     shm_threshold: int = DEFAULT_SHM_THRESHOLD,
+    spin_us: float = DEFAULT_SPIN_US,
 ) -> Client:
     """Connect to the juggle daemon at ``path`` (default: ``$JUGGLE_SOCKET``, else
     ``$XDG_RUNTIME_DIR/juggle/juggle.sock``, else ``/run/juggle/juggle.sock``).
 
     ``retry``: wait up to ``timeout`` s for a daemon to listen, and reconnect after the
     daemon dropped (proxies are acquired again). ``call_timeout`` bounds each call (None:
-    none). Raises :class:`DaemonUnavailableError` (nobody listens) and
+    none). ``spin_us``: a caller polls the socket this many µs for its reply before it
+    blocks (0..1000, 0: never; see :mod:`juggle.daemon.spin`). Raises
+    :class:`~juggle.daemon.errors.SpinLimitError` for another bound,
+    :class:`DaemonUnavailableError` (nobody listens) and
     :class:`AccessDeniedError` (the daemon's policy refuses this uid).
     """
     return Client(
-        path, retry=retry, timeout=timeout, call_timeout=call_timeout, shm_threshold=shm_threshold
+        path,
+        retry=retry,
+        timeout=timeout,
+        call_timeout=call_timeout,
+        shm_threshold=shm_threshold,
+        spin_us=spin_us,
     )

@@ -29,6 +29,7 @@ __all__ = [
     "QuotaExceededError",
     "RegionQuotaExceededError",
     "RemoteError",
+    "SpinLimitError",
 ]
 
 
@@ -42,3 +43,8 @@ class DashboardError(DaemonError, ConfigurationError):
     """The daemon's dashboard cannot be served: a bad ``--dashboard`` address, a port it
     cannot bind, or an admin token file that is unsafe or unreadable; ``subject``: the value
     or path."""
+
+
+class SpinLimitError(DaemonError, ConfigurationError):
+    """A spin bound (``spin_us`` of the client, ``--spin-us`` of the daemon) that is not a
+    number of microseconds in 0..1000; ``subject``: the value."""

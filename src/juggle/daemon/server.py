@@ -70,6 +70,7 @@ from juggle.daemon.protocol import (
     parse_request,
     to_wire,
 )
+from juggle.daemon.spin import DEFAULT_SPIN_US, Spinner, check_spin_us
 from juggle.daemon.state import ModuleEntry, StateDir
 from juggle.errors import JuggleError, ServiceArgumentError, ServiceStateError, UnknownServiceError
 from juggle.runtime.framework import Framework, ServiceStatistics
@@ -106,6 +107,8 @@ FRAME_TIMEOUT_S = 30.0
 #: Bytes read from a socket at once.
 _RECV = 1 << 16
 _BUFFER_REFS = (InOut, ShmRef)
+_NO_KW: dict[str, Any] = {}  # never changed
+_SHUTTING_DOWN = "the daemon is shutting down: calls running finish, new ones are refused"
 _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
@@ -136,6 +139,14 @@ class _Handle:
     guard: _StateGuard | None
     device: str | None = None  # the tenant's virtual device (arbitrated service), if any
     own: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
+    bound: dict[str, Callable[..., Any]] = field(default_factory=dict)  # proxy methods
+
+    def method(self, name: str) -> Callable[..., Any]:
+        """The proxy's method ``name`` (looked up once)."""
+        found = self.bound.get(name)
+        if found is None:
+            found = self.bound[name] = getattr(self.proxy, name)
+        return found
 
 
 @dataclass(eq=False, slots=True)
@@ -254,6 +265,8 @@ class _Writer:
         self._sock.close()
 
 
+_ARMED = select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLONESHOT
+
 #: How a connection is read: by its reader thread, watched by the poller while that thread
 #: runs a call, or by a pool thread the poller sent (see :meth:`Daemon._read_while_busy`).
 _READER, _WATCHED, _HELPER = 0, 1, 2
@@ -272,11 +285,15 @@ class _Connection:
         identity: Identity,
         sock: socket.socket,
         loop: asyncio.AbstractEventLoop,
+        spin_us: float = 0.0,
+        spin_gate: threading.Lock | None = None,
     ) -> None:
         self.conn_id = conn_id
         self.identity = identity
         self.sock = sock
         self.fd = sock.fileno()
+        # the reader thread polls for the next request a little before blocking on it
+        self.spinner = Spinner(self.fd, spin_us, spin_gate) if spin_us else None
         self.out = _Writer(sock, loop, MAX_QUEUED)
         self.out.on_overflow = self.abort
         self.handles: dict[int, _Handle] = {}
@@ -352,6 +369,7 @@ class _Poller:
 
     def __init__(self, on_ready: Callable[[_Connection], None]) -> None:
         self._epoll = select.epoll()
+        self._modify = self._epoll.modify
         self._conns: dict[int, _Connection] = {}
         self._on_ready = on_ready
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
@@ -370,12 +388,16 @@ class _Poller:
                 self._epoll.unregister(conn.fd)
 
     def arm(self, conn: _Connection) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self._epoll.modify(conn.fd, select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLONESHOT)
+        try:
+            self._modify(conn.fd, _ARMED)
+        except (OSError, ValueError):
+            pass
 
     def disarm(self, conn: _Connection) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self._epoll.modify(conn.fd, select.EPOLLONESHOT)
+        try:
+            self._modify(conn.fd, select.EPOLLONESHOT)
+        except (OSError, ValueError):
+            pass
 
     def _run(self) -> None:
         while True:
@@ -424,7 +446,8 @@ class _Bucket:
 class _Op:
     fn: Callable[[_Connection, dict[str, Any]], Any]
     admin: bool = False
-    pool: str = "calls"  # "calls", "admin" or "inline" (runs on the loop, must be quick)
+    pool: str = "calls"  # "calls", "admin" or "inline" (runs on the reader, must be quick)
+    quota: bool = False  # counts against the tenant's calls_per_s
 
 
 # -- argument checks -------------------------------------------------------------------------
@@ -476,7 +499,10 @@ class Daemon:
         drain_s: float = DEFAULT_DRAIN_S,
         framework_options: dict[str, Any] | None = None,
         dashboard: tuple[str, int] | None = None,
+        spin_us: float = DEFAULT_SPIN_US,
     ) -> None:
+        self.spin_us = check_spin_us(spin_us)
+        self._spin_gate = threading.Lock()  # one reader thread spins at a time
         self.socket_path = Path(socket_path)
         self.state = StateDir(state_dir)
         self.fabric = fabric
@@ -520,7 +546,7 @@ class Daemon:
             "segment_free": _Op(self._op_segment_free, pool="inline"),
             "get_service": _Op(self._op_get_service),
             "release": _Op(self._op_release),
-            "call": _Op(self._op_call),
+            "call": _Op(self._op_call, quota=True),
             "services": _Op(self._op_services),
             "regions": _Op(self._op_regions),
             "statistics": _Op(self._op_statistics),
@@ -568,23 +594,25 @@ class Daemon:
         return AccessPolicy(None, os.getuid())
 
     def _add_tenants(self) -> list[str]:
-        """Register the policy's tenants not registered yet; the names of those whose class
-        differs from the registered one (a restart applies it)."""
+        """Register the policy's tenants not registered yet and give the registered ones the
+        class, priority and model the policy says now (where they stand: waiting requests move
+        in line, held regions carry the new priority); the names of those that changed."""
         fw = self._framework()
         known = {t.name: t for t in fw.tenants()}
         changed = []
         for rule in self.policy.tenants:
             have = known.get(rule.name)
+            priority = None if rule.realtime else rule.priority
             if have is None:
                 fw.add_tenant(
-                    rule.name,
-                    priority=None if rule.realtime else rule.priority,
-                    realtime=rule.realtime,
-                    model=rule.model,
+                    rule.name, priority=priority, realtime=rule.realtime, model=rule.model
                 )
             elif (have.realtime, have.model) != (rule.realtime, rule.model) or (
                 not rule.realtime and have.priority != (rule.priority or 0)
             ):
+                fw.set_tenant(
+                    rule.name, priority=priority, realtime=rule.realtime, model=rule.model
+                )
                 changed.append(rule.name)
         return changed
 
@@ -779,7 +807,9 @@ class Daemon:
             sock.close()
             return
         assert self._loop is not None
-        conn = _Connection(next(self._conn_ids), identity, sock, self._loop)
+        conn = _Connection(
+            next(self._conn_ids), identity, sock, self._loop, self.spin_us, self._spin_gate
+        )
         self._connections[conn.conn_id] = conn
         log.info(
             "connection %d: pid %d uid %d as %s%s",
@@ -830,6 +860,7 @@ class Daemon:
         """Read frames from the blocking socket and start each request; returns at the end
         of the stream. Raises :class:`ProtocolError` for a malformed frame."""
         sock = conn.sock
+        spinner = conn.spinner
         while True:
             # eof and backlog change only while this thread runs a call (a helper reads);
             # the helper is done by the time the call returns, so no lock is needed here
@@ -851,6 +882,8 @@ class Daemon:
                             f"a frame did not come whole within {FRAME_TIMEOUT_S:g} s"
                         )
                 try:
+                    if spinner is not None:
+                        spinner.spin()  # poll a little before blocking (see spin.py)
                     data = sock.recv(_RECV)
                 except OSError:
                     return
@@ -985,8 +1018,8 @@ class Daemon:
         or hand it to a pool whose thread sends the reply itself. ``inline``: no other
         request is known to be waiting, so a call may run on this thread while the poller
         watches the socket."""
+        op = self._ops.get(msg["op"])
         try:
-            op = self._ops.get(msg["op"])
             if op is None:
                 raise ProtocolError(f"unknown operation {msg['op']!r:.40}", msg["op"][:40])
             if op.admin and not conn.identity.admin:
@@ -995,36 +1028,46 @@ class Daemon:
                     msg["op"],
                 )
             if self._closing:
-                raise DaemonShuttingDownError(
-                    "the daemon is shutting down: calls running finish, new ones are refused"
-                )
-            if msg["op"] == "call":
+                raise DaemonShuttingDownError(_SHUTTING_DOWN)
+            if op.quota:
                 self._check_quota(conn.identity)
+            with self._count_lock:
+                if self._closing:  # checked again where the shutdown counts the running
+                    raise DaemonShuttingDownError(_SHUTTING_DOWN)
+                self._active += 1
         except Exception as exc:
             conn.send({"v": PROTOCOL_VERSION, "id": msg["id"], "err": error_to_wire(exc)})
             return
-        with self._count_lock:
-            self._active += 1
+        pool = op.pool
+        poller = self._poller
         with conn.lock:
             conn.running += 1
-            solo = conn.running == 1 and conn.mode == _READER
-        if op.pool == "inline":
+            watched = (
+                pool == "calls"
+                and inline
+                and conn.running == 1
+                and conn.mode == _READER
+                and poller is not None
+            )
+            if watched:
+                conn.mode = _WATCHED
+        if watched:
+            assert poller is not None
+            self._run_watched(conn, op, msg, poller)
+        elif pool == "inline":
             self._run(conn, op, msg)
-        elif op.pool == "calls" and inline and solo and self._poller is not None:
-            self._run_watched(conn, op, msg, self._poller)
         else:
-            pool = self._admin if op.pool == "admin" else self._calls
-            pool.submit(self._run, conn, op, msg)
+            executor = self._admin if pool == "admin" else self._calls
+            executor.submit(self._run, conn, op, msg)
 
     def _run_watched(
         self, conn: _Connection, op: _Op, msg: dict[str, Any], poller: _Poller
     ) -> None:
         """Run ``op`` on the reader thread itself (no hand-over to the pool: the fast path
-        of a lone caller); meanwhile the poller watches the socket, and a request that comes
-        is read and started by a pool thread, so a slow call holds up nothing."""
-        with conn.lock:
-            conn.mode = _WATCHED
-            poller.arm(conn)
+        of a lone caller; ``conn.mode`` is already ``_WATCHED``); meanwhile the poller watches
+        the socket, and a request that comes is read and started by a pool thread, so a slow
+        call holds up nothing."""
+        poller.arm(conn)
         try:
             message, fd = self._reply(conn, op, msg)
         finally:
@@ -1037,8 +1080,13 @@ class Daemon:
                         conn.waiters -= 1
                 conn.mode = _READER
                 poller.disarm(conn)
+                # this request no longer counts against the connection's limit (only this
+                # thread, the reader, ends the connection, and it sends the reply first)
+                conn.running -= 1
+                if conn.waiters:
+                    conn.cond.notify_all()
         conn.send(message, fd)
-        self._done(conn)
+        self._count_done()
 
     def _reply(
         self, conn: _Connection, op: _Op, msg: dict[str, Any]
@@ -1047,6 +1095,10 @@ class Daemon:
         request_id = msg["id"]
         try:
             reply = op.fn(conn, msg)
+            if type(reply) is dict:  # a fresh map of the operation's: completed in place
+                reply["v"] = PROTOCOL_VERSION
+                reply["id"] = request_id
+                return reply, None
             if isinstance(reply, _FdReply):
                 return {"v": PROTOCOL_VERSION, "id": request_id, **reply.body}, reply.fd
             return {"v": PROTOCOL_VERSION, "id": request_id, **reply}, None
@@ -1071,6 +1123,11 @@ class Daemon:
             conn.running -= 1
             if conn.waiters:
                 conn.cond.notify_all()
+        self._count_done()
+
+    def _count_done(self) -> None:
+        """A request ended and its reply is sent: count it; wake the loop when it waits for
+        the daemon's last one."""
         with self._count_lock:
             self._active -= 1
             stopped = self._closing and self._active == 0
@@ -1274,25 +1331,34 @@ class Daemon:
         return value
 
     def _op_call(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
-        handle = self._handle(conn, msg)
-        name = _field(msg, "m", str)
-        if name not in handle.methods:
+        handle_id = msg.get("h")
+        handle = conn.handles.get(handle_id) if type(handle_id) is int else None
+        if handle is None:
+            handle = self._handle(conn, msg)  # raises the error that fits
+        name = msg.get("m")
+        if type(name) is not str or name not in handle.methods:
+            name = _field(msg, "m", str)
             raise ServiceArgumentError(
                 f"service {handle.service_id} has no method {name!r:.60}", name[:60]
             )
         raw_args = msg.get("args") or []
         raw_kw = msg.get("kw") or {}
-        if not isinstance(raw_args, list) or not isinstance(raw_kw, dict):
+        if type(raw_args) is not list or type(raw_kw) is not dict:
             raise ProtocolError('"args" must be a list and "kw" a map')
+        buffers = False
+        for a in raw_args:
+            if isinstance(a, _BUFFER_REFS):
+                buffers = True
+                break
+        ident = conn.identity
+        if (
+            not buffers and not raw_kw and (handle.device is None or ident.max_regions is None)
+        ):  # the usual small call: plain values, called with as they came, no region claim
+            return {"ok": self._invoke(handle, name, raw_args, _NO_KW)}
         views: list[memoryview] = []
-        claim = self._claim_region(conn.identity, handle)
+        claim = self._claim_region(ident, handle)
         try:
-            buffers = False
-            for a in raw_args:
-                if isinstance(a, _BUFFER_REFS):
-                    buffers = True
-                    break
-            # plain values (the usual small call) are called with as they came
+            # plain values are called with as they came
             args = [self._arg(conn, a, views) for a in raw_args] if buffers else raw_args
             kwargs = {str(k): self._arg(conn, v, views) for k, v in raw_kw.items()}
             result = self._invoke(handle, name, args, kwargs)
@@ -1303,7 +1369,7 @@ class Daemon:
                 out += [[k, bytes(v)] for k, v in kwargs.items() if isinstance(raw_kw[k], InOut)]
         finally:
             if claim is not None:
-                self._unclaim_region(conn.identity.name, claim)
+                self._unclaim_region(ident.name, claim)
             for view in views:
                 with contextlib.suppress(BufferError):
                     view.release()
@@ -1352,7 +1418,7 @@ class Daemon:
 
     @staticmethod
     def _invoke(handle: _Handle, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        method = getattr(handle.proxy, name)
+        method = handle.method(name)
         guard = handle.guard
         if guard is None:
             return method(*args, **kwargs)
@@ -1539,7 +1605,7 @@ class Daemon:
         )
         return {
             "tenants": [t.name for t in policy.tenants],
-            "restart_needed": changed,
+            "changed": changed,
             "closed_connections": closed,
         }
 

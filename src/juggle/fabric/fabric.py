@@ -121,7 +121,10 @@ class Fabric:
 
     def region(self, name: str) -> FpgaRegion:
         """The region called ``name``. Raises :class:`~juggle.errors.UnknownRegionError`."""
-        return self._regions[self.profile.region(name).name]
+        found = self._regions.get(name) if type(name) is str else None
+        if found is not None:
+            return found
+        return self._regions[self.profile.region(name).name]  # raises, naming the regions
 
     def check(
         self,
@@ -219,7 +222,11 @@ class Fabric:
         if cacheable:
             with self._lock:
                 seen = self._verified.get(id(data))
-                if seen is not None and seen[0] is data and seen[1] == bitstream:
+                if (
+                    seen is not None
+                    and seen[0] is data
+                    and (seen[1] is bitstream or seen[1] == bitstream)
+                ):
                     self._verified.move_to_end(id(data))
                     return True
         if parse_bitstream(data, source=bitstream.source) != bitstream:

@@ -930,12 +930,10 @@ class TenantArbiter:
 
     def _flush(self) -> None:
         """Deliver queued listener callbacks in emission order (outside the arbiter lock)."""
-        with self._deliver:
-            while True:
-                try:
-                    callback, signal = self._outbox.popleft()
-                except IndexError:
-                    return
+        outbox = self._outbox
+        with self._deliver:  # only the holder pops: a non-empty outbox has a first item
+            while outbox:
+                callback, signal = outbox.popleft()
                 try:
                     callback(signal)
                 except Exception:

@@ -765,16 +765,7 @@ class Allocator:
         if model is not None:
             t.model = model
         for vd in t.devices.values():
-            new = prio if vd.priority == old else min(vd.priority, prio)
-            if vd.state is _WAITING and new != vd.priority:
-                self._dequeue(vd)
-                vd.priority = new
-                self._enqueue(vd)
-            vd.priority = new
-            slot = vd.region
-            if vd.state is _CONNECTED and slot is not None and slot.client is vd:
-                slot.occ_prio = new
-                slot.occ_rt = realtime or vd.pinned
+            self._reprioritize(vd, prio if vd.priority == old else min(vd.priority, prio))
         for slot in self._slots:
             if slot.state is _BUSY and not slot.occ_rt:
                 self._serve_busy(slot, now, out)
@@ -797,6 +788,14 @@ class Allocator:
         self._check_time(now)
         out = self._begin(now)
         vd.pinned = not preemptible
+        slot = self._reprioritize(vd, priority)
+        if slot is not None and slot.state is _BUSY and not slot.occ_rt:
+            self._serve_busy(slot, now, out)
+        return out
+
+    def _reprioritize(self, vd: VirtualDevice, priority: int) -> RegionSlot | None:
+        """Give ``vd`` ``priority``: its waiting request moves to that line (keeping its FIFO
+        number), the region it holds carries the priority and its class; that region, if any."""
         if vd.state is _WAITING and vd.priority != priority:
             self._dequeue(vd)
             vd.priority = priority
@@ -806,9 +805,8 @@ class Allocator:
         if vd.state is _CONNECTED and slot is not None and slot.client is vd:
             slot.occ_prio = priority
             slot.occ_rt = vd.tenant.realtime or vd.pinned
-            if slot.state is _BUSY and not slot.occ_rt:
-                self._serve_busy(slot, now, out)
-        return out
+            return slot
+        return None
 
     def _pin(self, vd: VirtualDevice, slot: RegionSlot, now: float, out: list[Action]) -> None:
         """Connect ``vd`` to ``slot`` (Reconfig/Switch → Hold) and start it (→ Busy)."""

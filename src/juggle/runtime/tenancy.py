@@ -210,6 +210,7 @@ class TenantArbiter:
         self._programming = 0
         self._manager: threading.Thread | None = None
         self._version = 0
+        self._waiters = 0  # threads in _wait (under the lock)
         self._seq = 0
         self._closed = False
         self._counters = {"programs": 0, "failures": 0, "faults": 0}
@@ -476,7 +477,7 @@ class TenantArbiter:
                             "a region",
                             subject=(seat.tenant, seat.device),
                         )
-                    self._cond.wait(remaining)
+                    self._wait(remaining)
 
     def _try_start(self, seat: Seat) -> str:
         """Under the lock: start if connected, request if disconnected; else the verdict."""
@@ -798,7 +799,7 @@ class TenantArbiter:
             with self._cond:
                 if not done:  # its calls did not drain yet: try again later
                     self._jobs.append((kind, region, device))
-                    self._cond.wait(0.05)
+                    self._wait(0.05)
                 elif not self._closed:
                     try:
                         self._execute(self._alloc.stopped(region, self._now()))
@@ -854,7 +855,7 @@ class TenantArbiter:
             if due <= now:
                 self._execute(self._alloc.advance(now))
                 return False
-            self._cond.wait((due - now) / 1e6)
+            self._wait((due - now) / 1e6)
         self._manager = None
         return None
 
@@ -926,7 +927,16 @@ class TenantArbiter:
 
     def _bump(self) -> None:
         self._version += 1
-        self._cond.notify_all()
+        if self._waiters:  # nobody waits on most changes (a juggle, a call): no notify
+            self._cond.notify_all()
+
+    def _wait(self, timeout: float) -> None:
+        """Wait (holding the lock) until :meth:`_bump` or ``timeout`` seconds."""
+        self._waiters += 1
+        try:
+            self._cond.wait(timeout)
+        finally:
+            self._waiters -= 1
 
     def _flush(self) -> None:
         """Deliver queued listener callbacks in emission order (outside the arbiter lock)."""

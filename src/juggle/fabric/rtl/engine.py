@@ -123,6 +123,49 @@ class CachedBuilds:
         if self._progress is not None:
             self._progress(message)
 
+    #: the tool named in progress messages ("Verilator 5.048", ...)
+    tool = ""
+
+    def _build_into(self, design: RtlDesign, work: Path) -> None:
+        """Build ``design``'s simulator as ``work/sim`` (with ``work/build.log``)."""
+        raise NotImplementedError
+
+    def build(self, design: RtlDesign) -> Path:
+        """``design``'s simulator executable, built now unless cached. Builds run in a
+        temporary folder renamed into the cache when done, one at a time per design (a file
+        lock, across processes).
+
+        Raises :class:`~juggle.errors.BackendError` naming the design and the failing tool's
+        output when the build fails (or a source cannot be read).
+        """
+        try:
+            exe = self.executable(design)
+        except OSError as exc:
+            raise BackendError(f"RTL of {design.design!r}: cannot read a source: {exc}") from exc
+        if exe.is_file():
+            return exe
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        with self._locked(exe.parent.name):
+            if exe.is_file():  # another process built it meanwhile
+                return exe
+            started = time.perf_counter()
+            self._say(
+                f"building the RTL simulator of {design.design!r} (top {design.top}, "
+                f"{self.tool}); cached in {exe.parent}"
+            )
+            work = Path(tempfile.mkdtemp(prefix=".build-", dir=self.cache_dir))
+            try:
+                self._build_into(design, work)
+                shutil.rmtree(exe.parent, ignore_errors=True)  # a broken earlier attempt
+                work.rename(exe.parent)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            self._say(
+                f"built the RTL simulator of {design.design!r} in "
+                f"{time.perf_counter() - started:.1f} s"
+            )
+        return exe
+
 
 class VerilatorEngine(CachedBuilds):
     """Builds and caches Verilator simulators of RTL designs.
@@ -150,6 +193,7 @@ class VerilatorEngine(CachedBuilds):
             self._env["VERILATOR_ROOT"] = str(self._root)
         #: the Verilator version, as the package names it (``5.48.0``) or ``--version`` prints
         self.version, self._version_key = self._query_version()
+        self.tool = f"Verilator {self.version}"
 
     # -- discovery ---------------------------------------------------------------------------
 
@@ -201,42 +245,11 @@ class VerilatorEngine(CachedBuilds):
         parts = (_RECIPE, self._version_key, design.top)
         return (*(part.encode() for part in parts), HARNESS.read_bytes())
 
-    def build(self, design: RtlDesign) -> Path:
-        """``design``'s simulator executable, built now unless cached.
-
-        Raises :class:`~juggle.errors.BackendError` naming the design and the failing tool's
-        output when Verilator or the compiler fails (or a source cannot be read).
-        """
-        try:
-            exe = self.executable(design)
-        except OSError as exc:
-            raise BackendError(f"RTL of {design.design!r}: cannot read a source: {exc}") from exc
-        if exe.is_file():
-            return exe
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        with self._locked(exe.parent.name):
-            if exe.is_file():  # another process built it meanwhile
-                return exe
-            started = time.perf_counter()
-            self._say(
-                f"building the RTL simulator of {design.design!r} (top {design.top}, "
-                f"Verilator {self.version}); cached in {exe.parent}"
-            )
-            runtime = self._runtime()
-            work = Path(tempfile.mkdtemp(prefix=".build-", dir=self.cache_dir))
-            try:
-                self._verilate(design, work)
-                self._compile(design, work, runtime)
-                shutil.rmtree(work / "obj", ignore_errors=True)  # keep only sim and the log
-                shutil.rmtree(exe.parent, ignore_errors=True)  # a broken earlier attempt
-                work.rename(exe.parent)
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-            self._say(
-                f"built the RTL simulator of {design.design!r} in "
-                f"{time.perf_counter() - started:.1f} s"
-            )
-        return exe
+    def _build_into(self, design: RtlDesign, work: Path) -> None:
+        runtime = self._runtime()
+        self._verilate(design, work)
+        self._compile(design, work, runtime)
+        shutil.rmtree(work / "obj", ignore_errors=True)  # keep only sim and the log
 
     def _verilate(self, design: RtlDesign, work: Path) -> None:
         argv = [

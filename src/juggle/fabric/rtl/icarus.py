@@ -30,8 +30,6 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 
 from juggle.errors import BackendError
@@ -214,6 +212,7 @@ class IcarusEngine(CachedBuilds):
         #: the Icarus version, as ``iverilog -V`` prints it (``11.0 (stable)``)
         self.version = first.removeprefix("Icarus Verilog version").replace("()", "").strip()
         self._version_key = f"{self.version} {vvp}"
+        self.tool = f"Icarus Verilog {self.version}"
 
     # -- checking --------------------------------------------------------------------------
 
@@ -245,57 +244,24 @@ class IcarusEngine(CachedBuilds):
         parts = (_RECIPE, self._version_key, design.top, self.harness(design))
         return tuple(part.encode() for part in parts)
 
-    def build(self, design: RtlDesign) -> Path:
-        """``design``'s simulator executable, built now unless cached.
-
-        Raises :class:`~juggle.errors.BackendError` naming the design and Icarus's output when
-        the compile fails (or a source cannot be read).
-        """
-        try:
-            exe = self.executable(design)
-        except OSError as exc:
-            raise BackendError(f"RTL of {design.design!r}: cannot read a source: {exc}") from exc
-        if exe.is_file():
-            return exe
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        with self._locked(exe.parent.name):
-            if exe.is_file():  # another process built it meanwhile
-                return exe
-            started = time.perf_counter()
-            self._say(
-                f"building the RTL simulator of {design.design!r} (top {design.top}, "
-                f"Icarus Verilog {self.version}); cached in {exe.parent}"
-            )
-            work = Path(tempfile.mkdtemp(prefix=".build-", dir=self.cache_dir))
-            try:
-                harness = work / f"{_HARNESS_TOP}.v"
-                harness.write_text(self.harness(design))
-                argv = [
-                    self._iverilog,
-                    "-g2005",
-                    "-o",
-                    str(work / "sim.vvp"),
-                    "-s",
-                    _HARNESS_TOP,
-                    *(str(s) for s in design.sources),
-                    str(harness),
-                ]
-                out = _run(argv, f"compile {design.design!r} with Icarus Verilog")
-                (work / "build.log").write_text(f"$ {' '.join(argv)}\n{out}\n")
-                launcher = work / "sim"
-                launcher.write_text(
-                    _LAUNCHER.format(design=design.design, top=design.top, vvp=self._vvp)
-                )
-                launcher.chmod(0o755)
-                shutil.rmtree(exe.parent, ignore_errors=True)  # a broken earlier attempt
-                work.rename(exe.parent)
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-            self._say(
-                f"built the RTL simulator of {design.design!r} in "
-                f"{time.perf_counter() - started:.1f} s"
-            )
-        return exe
+    def _build_into(self, design: RtlDesign, work: Path) -> None:
+        harness = work / f"{_HARNESS_TOP}.v"
+        harness.write_text(self.harness(design))
+        argv = [
+            self._iverilog,
+            "-g2005",
+            "-o",
+            str(work / "sim.vvp"),
+            "-s",
+            _HARNESS_TOP,
+            *(str(s) for s in design.sources),
+            str(harness),
+        ]
+        out = _run(argv, f"compile {design.design!r} with Icarus Verilog")
+        (work / "build.log").write_text(f"$ {' '.join(argv)}\n{out}\n")
+        launcher = work / "sim"
+        launcher.write_text(_LAUNCHER.format(design=design.design, top=design.top, vvp=self._vvp))
+        launcher.chmod(0o755)
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -66,16 +66,12 @@ read-back 160, control 30) at two LUTs per slice with 25% packing overhead.
 from __future__ import annotations
 
 import struct
-import threading
 from typing import ClassVar
 
 from juggle.errors import (
     CoreTimeoutError,
     KeyNotLoadedError,
-    ServiceArgumentError,
-    ServiceStateError,
 )
-from juggle.fabric.mmio import MMIO
 from juggle.fabric.sim.model import RegisterModel
 from juggle.services.crypto import registers as _des_regs
 from juggle.services.crypto.aes import (
@@ -85,8 +81,8 @@ from juggle.services.crypto.aes import (
     aes_block_view,
     check_aes_key,
 )
-from juggle.services.crypto.driver import DEFAULT_MAX_POLLS
-from juggle.services.crypto.interface import Buffer, EncryptionService
+from juggle.services.crypto.driver import CONTEXT_VERSION, KeyedDriver
+from juggle.services.crypto.interface import Buffer
 
 __all__ = [
     "AES_CORE_CYCLES",
@@ -132,9 +128,6 @@ ID_AES = 0x41455331  # "AES1"
 #: ThumbPod's core: one initial AddRoundKey and ten rounds, one per core cycle.
 AES_CORE_CYCLES = 11
 
-#: Version byte of the contexts :meth:`AesDriver.save_context` produces.
-CONTEXT_VERSION = 1
-_FLAG_KEY_LOADED = 0x01
 
 _Words = tuple[int, int, int, int]
 _ZERO: _Words = (0, 0, 0, 0)
@@ -263,11 +256,10 @@ class AesCore(RegisterModel):
 
 # -- the driver -------------------------------------------------------------------------------
 
-_CONTEXT = struct.Struct(">BBBB4I")
 _BLOCK = struct.Struct(">4I")
 
 
-class AesDriver(EncryptionService):
+class AesDriver(KeyedDriver):
     """Driver of the AES-128 core: an :class:`EncryptionService` over an MMIO window.
 
     Per 16-byte block it writes DATA0..3, writes CONTROL (operation + START), polls STATUS
@@ -276,16 +268,18 @@ class AesDriver(EncryptionService):
     :class:`~juggle.services.crypto.aes.SoftwareAES`, plus
     :class:`~juggle.errors.CoreTimeoutError` when the core never reports DONE (after
     ``max_polls`` status reads) and whatever the window raises. Context operations
-    (:meth:`save_context`, :meth:`restore_context`) as documented in the module docstring.
+    (:meth:`save_context`, :meth:`restore_context`) as documented in the module docstring:
+    the key registers, byte 1 the key size (16).
     """
 
     algorithm = "aes"
+    key_offsets = KEY
+    cleared_offsets = (*DATA, CONTROL)
+    key_tag = AES_KEY_SIZE
 
-    def __init__(self, mmio: MMIO, *, max_polls: int = DEFAULT_MAX_POLLS) -> None:
-        self._mmio = mmio
-        self._max_polls = max_polls
-        self._lock = threading.Lock()
-        self._key_loaded = False
+    @classmethod
+    def _key_text(cls, tag: int) -> str:
+        return f"a {tag}-byte key"
 
     def load_key(self, key: bytes) -> None:
         """Write KEY0..KEY3. Raises :class:`~juggle.errors.KeyLengthError`.
@@ -295,86 +289,6 @@ class AesDriver(EncryptionService):
         words = list(_BLOCK.unpack(check_aes_key(key)))  # validates before touching the core
         with self._lock:
             self._write_key(words, loaded=True)
-
-    def _write_key(self, words: list[int], *, loaded: bool) -> None:
-        """Write KEY0..KEY3; the caller holds the lock and passed validated words."""
-        write = self._mmio.write32
-        self._key_loaded = False  # a half-written key is no key
-        for offset, word in zip(KEY, words, strict=True):
-            write(offset, word)
-        self._key_loaded = loaded
-
-    # -- context operations ----------------------------------------------------------------
-
-    @property
-    def context_size(self) -> int:
-        """Length in bytes of the contexts :meth:`save_context` returns (20)."""
-        return _CONTEXT.size
-
-    def save_context(self) -> bytes:
-        """This consumer's context: the key read back from KEY0..3 and whether one is loaded.
-
-        Without a loaded key the words are zero (the registers are not read). Raises what the
-        window raises (e.g. a closed or decoupled region).
-        """
-        words = [0, 0, 0, 0]
-        with self._lock:
-            loaded = self._key_loaded
-            if loaded:
-                read = self._mmio.read32
-                words = [read(offset) for offset in KEY]
-        flags = _FLAG_KEY_LOADED if loaded else 0
-        return _CONTEXT.pack(CONTEXT_VERSION, AES_KEY_SIZE, flags, 0, *words)
-
-    def restore_context(self, data: bytes) -> None:
-        """Put a context from :meth:`save_context` back into the core and the driver.
-
-        ``b""`` restores the power-on state (key registers zero, no key loaded). DATA0..3 and
-        CONTROL are zeroed. Raises :class:`~juggle.errors.ServiceArgumentError` if ``data`` is
-        not bytes and :class:`~juggle.errors.ServiceStateError` naming the length, version, key
-        length or flags of a context this driver did not produce (nothing is changed then);
-        window errors as :meth:`load_key` (the driver is then left with no key loaded).
-        """
-        loaded, words = self._parse_context(data)
-        write = self._mmio.write32
-        with self._lock:
-            self._write_key(words, loaded=False)
-            for offset in DATA:
-                write(offset, 0)
-            write(CONTROL, 0)
-            self._key_loaded = loaded
-
-    def _parse_context(self, data: object) -> tuple[bool, list[int]]:
-        """(key loaded, key words) of ``data``; raises before anything is touched."""
-        name = type(self).__name__
-        if not isinstance(data, bytes | bytearray):
-            raise ServiceArgumentError(
-                f'{name}.restore_context: "data" must be bytes, got {type(data).__name__}',
-                subject=data,
-            )
-        if not data:
-            return False, [0, 0, 0, 0]
-        if len(data) != _CONTEXT.size:
-            raise ServiceStateError(
-                f"{name}.restore_context: a context is {_CONTEXT.size} bytes "
-                f"(version {CONTEXT_VERSION}, {AES_KEY_SIZE}-byte key) or empty, "
-                f"got {len(data)} bytes",
-                subject=data,
-            )
-        version, key_size, flags, reserved, *words = _CONTEXT.unpack(data)
-        if version != CONTEXT_VERSION or key_size != AES_KEY_SIZE:
-            raise ServiceStateError(
-                f"{name}.restore_context: context version {version} with a {key_size}-byte "
-                f"key, expected version {CONTEXT_VERSION} with a {AES_KEY_SIZE}-byte key",
-                subject=data,
-            )
-        if flags & ~_FLAG_KEY_LOADED or reserved or (not flags and any(words)):
-            raise ServiceStateError(
-                f"{name}.restore_context: malformed context (flags {flags:#04x}, reserved "
-                f"{reserved:#04x}, key words {'set' if any(words) else 'zero'})",
-                subject=data,
-            )
-        return bool(flags), words
 
     # -- blocks ----------------------------------------------------------------------------
 
@@ -420,7 +334,3 @@ class AesDriver(EncryptionService):
                 pack(out, offset, read(r0), read(r1), read(r2), read(r3))
         view[:size] = out
         return size
-
-    def __repr__(self) -> str:
-        state = "key loaded" if self._key_loaded else "no key"
-        return f"<{type(self).__name__} on {self._mmio!r}, {state}>"

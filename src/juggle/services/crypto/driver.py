@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import struct
 import threading
+from typing import Any, ClassVar
 
 from juggle.errors import (
     CoreTimeoutError,
@@ -45,7 +46,7 @@ from juggle.services.crypto import registers as r
 from juggle.services.crypto.des import check_des_key, tdes_keys
 from juggle.services.crypto.interface import Buffer, EncryptionService, block_view
 
-__all__ = ["CONTEXT_VERSION", "DEFAULT_MAX_POLLS", "DesDriver", "TdesDriver"]
+__all__ = ["CONTEXT_VERSION", "DEFAULT_MAX_POLLS", "DesDriver", "KeyedDriver", "TdesDriver"]
 
 #: Status reads per block before a driver gives up with :class:`CoreTimeoutError`.
 DEFAULT_MAX_POLLS = 100_000
@@ -58,25 +59,140 @@ _HALVES = struct.Struct(">II")
 
 
 @functools.cache
-def _context_layout(key_count: int) -> struct.Struct:
-    """The context of a core holding ``key_count`` keys: version, count, flags, reserved,
-    then each key as two words."""
-    return struct.Struct(f">BBBB{2 * key_count}I")
+def _context_layout(words: int) -> struct.Struct:
+    """A context holding ``words`` key words: version, key tag, flags, reserved, the words."""
+    return struct.Struct(f">BBBB{words}I")
 
 
-class _CipherDriver(EncryptionService):
-    """Shared block loop; subclasses split the key into the 8-byte keys the core takes."""
+class KeyedDriver(EncryptionService):
+    """What the drivers of the keyed cores share: the MMIO window, a lock over register
+    sequences, whether a key is loaded, and the context operations, whose context is the key
+    registers (layout in the module docstring; byte 1 is :attr:`key_tag`).
+
+    Subclasses name their registers: :attr:`key_offsets` in key-byte order (two words per
+    8-byte DES key, four for AES-128) and :attr:`cleared_offsets`, the input block and
+    CONTROL, which every restore zeroes.
+    """
 
     algorithm = ""
-    #: 8-byte keys the core holds (KEY1..KEYn); fixes the context's length
-    key_count = 1
+    key_offsets: ClassVar[tuple[int, ...]] = ()
+    cleared_offsets: ClassVar[tuple[int, ...]] = ()
+    #: byte 1 of a context: what key the core holds (DES/TDES: 8-byte keys; AES: key bytes)
+    key_tag: ClassVar[int] = 0
 
     def __init__(self, mmio: MMIO, *, max_polls: int = DEFAULT_MAX_POLLS) -> None:
         self._mmio = mmio
         self._max_polls = max_polls
         self._lock = threading.Lock()
         self._key_loaded = False
-        self._context = _context_layout(self.key_count)
+        self._context = _context_layout(len(self.key_offsets))
+
+    @classmethod
+    def _key_text(cls, tag: int) -> str:
+        """How messages name the key a context's tag says (``"3 keys"``)."""
+        return f"{tag} keys"
+
+    def _write_key(self, words: list[int], *, loaded: bool) -> None:
+        """Write the key registers; the caller holds the lock and passed validated words."""
+        write = self._mmio.write32
+        self._key_loaded = False  # a half-written key is no key
+        for offset, word in zip(self.key_offsets, words, strict=True):
+            write(offset, word)
+        self._key_loaded = loaded
+
+    # -- context operations ----------------------------------------------------------------
+
+    @property
+    def context_size(self) -> int:
+        """Length in bytes of the contexts :meth:`save_context` returns (DES 12, TDES 28,
+        AES 20)."""
+        return self._context.size
+
+    def save_context(self) -> bytes:
+        """This consumer's context: the key read back from the key registers and whether one
+        is loaded. Without a loaded key the words are zero (the registers are not read).
+        Raises what the window raises (e.g. a closed or decoupled region).
+        """
+        words = [0] * len(self.key_offsets)
+        with self._lock:
+            loaded = self._key_loaded
+            if loaded:
+                read = self._mmio.read32
+                words = [read(offset) for offset in self.key_offsets]
+        flags = _FLAG_KEY_LOADED if loaded else 0
+        return self._context.pack(CONTEXT_VERSION, self.key_tag, flags, 0, *words)
+
+    def restore_context(self, data: bytes) -> None:
+        """Put a context from :meth:`save_context` back into the core and the driver.
+
+        ``b""`` restores the power-on state (key registers zero, no key loaded). The key goes
+        in through the key registers; the input block and CONTROL are zeroed. Raises
+        :class:`~juggle.errors.ServiceArgumentError` if ``data`` is not bytes and
+        :class:`~juggle.errors.ServiceStateError` naming the length, version, key or flags of
+        a context this driver did not produce (nothing is changed then); window errors as
+        :meth:`load_key` (the driver is then left with no key loaded).
+        """
+        loaded, words = self._parse_context(data)
+        write = self._mmio.write32
+        with self._lock:
+            self._write_key(words, loaded=False)
+            for offset in self.cleared_offsets:
+                write(offset, 0)
+            self._key_loaded = loaded
+
+    def _parse_context(self, data: object) -> tuple[bool, list[int]]:
+        """(key loaded, key words) of ``data``; raises before anything is touched."""
+        name = type(self).__name__
+        if not isinstance(data, bytes | bytearray):
+            raise ServiceArgumentError(
+                f'{name}.restore_context: "data" must be bytes, got {type(data).__name__}',
+                subject=data,
+            )
+        if not data:
+            return False, [0] * len(self.key_offsets)
+        mine = self._key_text(self.key_tag)
+        if len(data) != self._context.size:
+            raise ServiceStateError(
+                f"{name}.restore_context: a context is {self._context.size} bytes "
+                f"(version {CONTEXT_VERSION}, {mine}) or empty, got {len(data)} bytes",
+                subject=data,
+            )
+        version, tag, flags, reserved, *words = self._context.unpack(data)
+        if version != CONTEXT_VERSION or tag != self.key_tag:
+            raise ServiceStateError(
+                f"{name}.restore_context: context version {version} with "
+                f"{self._key_text(tag)}, expected version {CONTEXT_VERSION} with {mine}",
+                subject=data,
+            )
+        if flags & ~_FLAG_KEY_LOADED or reserved or (not flags and any(words)):
+            raise ServiceStateError(
+                f"{name}.restore_context: malformed context (flags {flags:#04x}, reserved "
+                f"{reserved:#04x}, key words {'set' if any(words) else 'zero'})",
+                subject=data,
+            )
+        return bool(flags), words
+
+    def __repr__(self) -> str:
+        state = "key loaded" if self._key_loaded else "no key"
+        return f"<{type(self).__name__} on {self._mmio!r}, {state}>"
+
+
+def _des_key_registers(key_count: int) -> tuple[int, ...]:
+    """KEY1_HI, KEY1_LO, ..., KEYn_HI, KEYn_LO."""
+    return tuple(off for i in range(key_count) for off in (r.KEY_HI[i], r.KEY_LO[i]))
+
+
+class _CipherDriver(KeyedDriver):
+    """Shared block loop; subclasses split the key into the 8-byte keys the core takes."""
+
+    #: 8-byte keys the core holds (KEY1..KEYn); fixes the context's length
+    key_count = 1
+    cleared_offsets = (r.DATA_HI, r.DATA_LO, r.CONTROL)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.key_offsets = _des_key_registers(cls.key_count)
+        cls.key_tag = cls.key_count
 
     def _split_key(self, key: bytes) -> tuple[bytes, ...]:
         raise NotImplementedError
@@ -89,91 +205,7 @@ class _CipherDriver(EncryptionService):
         keys = self._split_key(key)  # validates before touching the core
         words = [word for part in keys for word in _HALVES.unpack(part)]
         with self._lock:
-            self._write_keys(words, loaded=True)
-
-    def _write_keys(self, words: list[int], *, loaded: bool) -> None:
-        """Write KEY1_HI..KEYn_LO; the caller holds the lock and passed validated words."""
-        write = self._mmio.write32
-        self._key_loaded = False  # a half-written key is no key
-        for index in range(len(words) // 2):
-            write(r.KEY_HI[index], words[2 * index])
-            write(r.KEY_LO[index], words[2 * index + 1])
-        self._key_loaded = loaded
-
-    # -- context operations ----------------------------------------------------------------
-
-    @property
-    def context_size(self) -> int:
-        """Length in bytes of the contexts :meth:`save_context` returns (DES 12, TDES 28)."""
-        return self._context.size
-
-    def save_context(self) -> bytes:
-        """This consumer's context: the key read back from KEY1..KEYn and whether one is loaded.
-
-        Layout in the module docstring. Without a loaded key the words are zero (the registers
-        are not read). Raises what the window raises (e.g. a closed or decoupled region).
-        """
-        words = [0] * (2 * self.key_count)
-        with self._lock:
-            loaded = self._key_loaded
-            if loaded:
-                read = self._mmio.read32
-                for index in range(self.key_count):
-                    words[2 * index] = read(r.KEY_HI[index])
-                    words[2 * index + 1] = read(r.KEY_LO[index])
-        flags = _FLAG_KEY_LOADED if loaded else 0
-        return self._context.pack(CONTEXT_VERSION, self.key_count, flags, 0, *words)
-
-    def restore_context(self, data: bytes) -> None:
-        """Put a context from :meth:`save_context` back into the core and the driver.
-
-        ``b""`` restores the power-on state (key registers zero, no key loaded). The key goes
-        in through the key registers; DATA_HI, DATA_LO and CONTROL are zeroed. Raises
-        :class:`~juggle.errors.ServiceArgumentError` if ``data`` is not bytes and
-        :class:`~juggle.errors.ServiceStateError` naming the length, version, key count or
-        flags of a context this driver did not produce (nothing is changed then); window
-        errors as :meth:`load_key` (the driver is then left with no key loaded).
-        """
-        loaded, words = self._parse_context(data)
-        write = self._mmio.write32
-        with self._lock:
-            self._write_keys(words, loaded=False)
-            write(r.DATA_HI, 0)
-            write(r.DATA_LO, 0)
-            write(r.CONTROL, 0)
-            self._key_loaded = loaded
-
-    def _parse_context(self, data: object) -> tuple[bool, list[int]]:
-        """(key loaded, key words) of ``data``; raises before anything is touched."""
-        name = type(self).__name__
-        if not isinstance(data, bytes | bytearray):
-            raise ServiceArgumentError(
-                f'{name}.restore_context: "data" must be bytes, got {type(data).__name__}',
-                subject=data,
-            )
-        if not data:
-            return False, [0] * (2 * self.key_count)
-        if len(data) != self._context.size:
-            raise ServiceStateError(
-                f"{name}.restore_context: a context is {self._context.size} bytes "
-                f"(version {CONTEXT_VERSION}, {self.key_count} keys) or empty, "
-                f"got {len(data)} bytes",
-                subject=data,
-            )
-        version, count, flags, reserved, *words = self._context.unpack(data)
-        if version != CONTEXT_VERSION or count != self.key_count:
-            raise ServiceStateError(
-                f"{name}.restore_context: context version {version} with {count} keys, "
-                f"expected version {CONTEXT_VERSION} with {self.key_count} keys",
-                subject=data,
-            )
-        if flags & ~_FLAG_KEY_LOADED or reserved or (not flags and any(words)):
-            raise ServiceStateError(
-                f"{name}.restore_context: malformed context (flags {flags:#04x}, reserved "
-                f"{reserved:#04x}, key words {'set' if any(words) else 'zero'})",
-                subject=data,
-            )
-        return bool(flags), words
+            self._write_key(words, loaded=True)
 
     def encrypt(self, buf: Buffer, size: int) -> int:
         """Encrypt ``buf[:size]`` in place on the core; errors as ``EncryptionService.encrypt``.
@@ -216,10 +248,6 @@ class _CipherDriver(EncryptionService):
                 pack(out, offset, read(r.RESULT_HI), read(r.RESULT_LO))
         view[:size] = out
         return size
-
-    def __repr__(self) -> str:
-        state = "key loaded" if self._key_loaded else "no key"
-        return f"<{type(self).__name__} on {self._mmio!r}, {state}>"
 
 
 class DesDriver(_CipherDriver):

@@ -559,9 +559,11 @@ def test_a_native_wait_is_bounded_and_withdraws_its_request(
         assert encrypt(batch) == tdes(K_LOW)
 
 
-def test_equal_priorities_never_preempt(
+def b_waits_behind_a(
     fw: juggle.Framework, library: dict[str, Any], gate: Any
-) -> None:
+) -> tuple[Any, Any, Call, Call]:
+    """Tenants a and b of equal priority: a's call held in the core, b's load_key waiting
+    (b heard WAIT). Returns both proxies and both calls."""
     fw.add_tenant("a", priority=1)
     fw.add_tenant("b", priority=1)
     start(fw, library, "tdeshw")
@@ -571,6 +573,13 @@ def test_equal_priorities_never_preempt(
     running = hold_in_the_middle(gate, lambda: encrypt(a))
     waiting = Call(lambda: b.load_key(K_HIGH))
     assert fw.signals("b").wait_for("wait", timeout=WAIT_S) is not None
+    return a, b, running, waiting
+
+
+def test_equal_priorities_never_preempt(
+    fw: juggle.Framework, library: dict[str, Any], gate: Any
+) -> None:
+    a, b, running, waiting = b_waits_behind_a(fw, library, gate)
     assert kinds(fw, "a") == []  # a PREEMPT would have come with b's WAIT
     assert device(fw, "b", "tdes").state == "waiting"  # queued, not preempting
     gate.release.set()
@@ -588,15 +597,7 @@ def test_a_waiting_tenant_raised_by_set_tenant_preempts_the_running_one(
     priority) until b's priority is raised; then a gets PREEMPT, finishes its call, and b
     runs; a's model changed to aware, so its next call raises WaitSignal instead of
     blocking."""
-    fw.add_tenant("a", priority=1)
-    fw.add_tenant("b", priority=1)
-    start(fw, library, "tdeshw")
-    a, b = service(fw, "tdes", "a"), service(fw, "tdes", "b")
-    a.load_key(K_LOW)
-    kinds(fw, "a")
-    running = hold_in_the_middle(gate, lambda: encrypt(a))
-    waiting = Call(lambda: b.load_key(K_HIGH))
-    assert fw.signals("b").wait_for("wait", timeout=WAIT_S) is not None
+    a, b, running, waiting = b_waits_behind_a(fw, library, gate)
     assert kinds(fw, "a") == []  # equal priorities: no preemption yet
     snap = fw.set_tenant("b", priority=2)
     assert (snap.name, snap.priority, snap.model) == ("b", 2, "native")

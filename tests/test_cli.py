@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from juggle.cli import _register_scenarios, app
+from juggle.errors import SignatureError
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -182,6 +183,27 @@ def test_module_lock_keygen_sign_then_a_signed_install(tmp_path: Path) -> None:
         assert fw.services()[0].module == "tdes"
     valid = runner.invoke(app, ["module", "validate", str(target), "--json"])
     assert len(json.loads(valid.stdout)["pinned"]) >= 2
+    assert json.loads(valid.stdout)["signed_by"] is None  # no key asked for, none checked
+    checked = runner.invoke(
+        app, ["module", "validate", str(target), "--json", "--trusted-key", public]
+    )
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.stdout)["signed_by"]  # the signing key's fingerprint
+    other = tmp_path / "other.pem"
+    other_public = json.loads(
+        runner.invoke(app, ["module", "keygen", str(other), "--json"]).stdout
+    )["public"]
+    refused = runner.invoke(
+        app, ["module", "validate", str(target), "--json", "--trusted-key", other_public]
+    )
+    assert isinstance(refused.exception, SignatureError)  # the console script exits 2
+    assert json.loads(refused.stdout) == {
+        "valid": False,
+        "path": str(target),
+        "error": str(refused.exception),
+        "type": "SignatureError",
+    }
+    assert "matches no trusted key" in str(refused.exception)
 
 
 def test_the_examples_ship_inside_the_package_and_the_demo_runs_from_anywhere(

@@ -106,13 +106,22 @@ def module_validate(
             "--import", help="Also import and install the module's code (runs it) in a sandbox."
         ),
     ] = False,
+    trusted_key: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Require a signature by this public key (repeatable), as a framework with "
+            "trusted_keys does."
+        ),
+    ] = None,
 ) -> None:
     """Check a module (descriptor, pins, classes, bitstreams, resources) without running its
     code; --import also installs it in a throwaway framework."""
     from juggle.runtime.validate import validate_module
 
     try:
-        report = validate_module(path, fabric=fabric, imported=import_code)
+        report = validate_module(
+            path, fabric=fabric, imported=import_code, trusted_keys=trusted_key or None
+        )
     except JuggleError as exc:
         if json_out:
             emit_json(
@@ -132,6 +141,8 @@ def module_validate(
         console.print(f"  {', '.join(service['interfaces'])}: tiers {', '.join(service['tiers'])}")
     if report["pinned"]:
         console.print(f"  {len(report['pinned'])} pinned files verified")
+    if report["signed_by"]:
+        console.print(f"  signed by trusted key {report['signed_by']}")
 
 
 @module_app.command("build")

@@ -40,7 +40,6 @@ from juggle.errors import (
     ModuleError,
     SanityCheckError,
     ServiceUnavailableError,
-    SignatureError,
     TierUnavailableError,
     UnknownInterfaceError,
     UnknownModuleError,
@@ -52,11 +51,7 @@ from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.runtime.descriptors import Descriptor, ServiceSpec
 from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, HardwareCore
 from juggle.runtime.integrity import (
-    DESCRIPTOR_FILE,
     load_public_keys,
-    unpinned,
-    verify_pins,
-    verify_signature,
 )
 from juggle.runtime.interfaces import InterfaceCatalog, interface_methods, short_name
 from juggle.runtime.juggler import Juggler, JuggleStep
@@ -300,30 +295,10 @@ class Framework:
 
     def _open_module(self, path: str | Path) -> tuple[ModuleSource, Descriptor]:
         """Open, authenticate and parse the module at ``path`` and verify its pinned files,
-        before any of its code runs: the signature over the descriptor's bytes first (with
-        ``trusted_keys``), then the descriptor, then every pinned file."""
+        before any of its code runs (:meth:`ModuleSource.authenticate`, with
+        ``trusted_keys``)."""
         source = ModuleSource.open(path, self.limits)
-        raw = source.descriptor_bytes()
-        origin = source.display(source.descriptor)
-        if self.trusted_keys is not None:
-            if source.descriptor != DESCRIPTOR_FILE:
-                raise SignatureError(
-                    f"{origin}: only juggle.toml modules can be signed, and this framework "
-                    "requires trusted signatures",
-                    origin,
-                )
-            verify_signature(raw, source.signature(), self.trusted_keys, origin)
-        descriptor = source.load_descriptor(raw)
-        if self.trusted_keys is not None:
-            missing = unpinned(descriptor.pins, source.files())
-            if missing:
-                raise SignatureError(
-                    f"{origin}: signed, but file {missing[0]!r} is not pinned (run juggle "
-                    "module lock, then sign again)",
-                    missing[0],
-                )
-        verify_pins(descriptor.pins, source.read_bytes, origin=origin)
-        source.pins = dict(descriptor.pins)
+        descriptor, _ = source.authenticate(self.trusted_keys)
         return source, descriptor
 
     def _refuse_duplicate(self, source: ModuleSource, descriptor: Descriptor) -> None:

@@ -35,6 +35,7 @@ from juggle.errors import (
     ModuleCodeError,
     ModuleError,
     ModuleStateError,
+    SignatureError,
     UnknownClassError,
 )
 from juggle.fabric.bitstream import Bitstream, parse_bitstream
@@ -45,9 +46,20 @@ from juggle.runtime.descriptors import (
     parse_comodule_xml,
     parse_toml,
 )
-from juggle.runtime.integrity import SIGNATURE_FILE, inside, module_files, sha256_of
+from juggle.runtime.integrity import (
+    DESCRIPTOR_FILE,
+    SIGNATURE_FILE,
+    inside,
+    module_files,
+    sha256_of,
+    unpinned,
+    verify_pins,
+    verify_signature,
+)
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     from juggle.runtime.framework import Framework
     from juggle.runtime.services import PinnedFile
 
@@ -315,6 +327,43 @@ class ModuleSource:
         if not self.exists(SIGNATURE_FILE):
             return None
         return self.read_bytes(SIGNATURE_FILE, "max_descriptor_bytes")
+
+    def authenticate(
+        self, trusted: Sequence[Ed25519PublicKey] | None
+    ) -> tuple[Descriptor, str | None]:
+        """The descriptor, checked before any of the module's code runs: with ``trusted``
+        keys, the signature over the descriptor's bytes first (and every module file must be
+        pinned), then the descriptor, then every pinned file. Returns the descriptor and the
+        fingerprint of the key that signed (None without ``trusted``); the pins are kept for
+        later checks of the files.
+
+        Raises :class:`~juggle.errors.SignatureError` (unsigned, badly signed, signed by no
+        trusted key, a file not pinned, or an XML descriptor, which cannot be signed), the
+        descriptor's errors and :class:`~juggle.errors.IntegrityError` (a pinned file changed).
+        """
+        raw = self.descriptor_bytes()
+        origin = self.display(self.descriptor)
+        signer = None
+        if trusted is not None:
+            if self.descriptor != DESCRIPTOR_FILE:
+                raise SignatureError(
+                    f"{origin}: only juggle.toml modules can be signed, and trusted "
+                    "signatures are required",
+                    origin,
+                )
+            signer = verify_signature(raw, self.signature(), trusted, origin)
+        descriptor = self.load_descriptor(raw)
+        if trusted is not None:
+            missing = unpinned(descriptor.pins, self.files())
+            if missing:
+                raise SignatureError(
+                    f"{origin}: signed, but file {missing[0]!r} is not pinned (run juggle "
+                    "module lock, then sign again)",
+                    missing[0],
+                )
+        verify_pins(descriptor.pins, self.read_bytes, origin=origin)
+        self.pins = dict(descriptor.pins)
+        return descriptor, signer
 
 
 def _checked_members(

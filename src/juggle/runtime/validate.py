@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import importlib.machinery
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -32,7 +33,7 @@ from juggle.fabric.fabric import open_fabric
 from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.runtime.descriptors import Descriptor
-from juggle.runtime.integrity import verify_pins
+from juggle.runtime.integrity import load_public_keys
 from juggle.runtime.interfaces import InterfaceCatalog, interface_methods
 from juggle.runtime.modules import ModuleSource
 
@@ -279,16 +280,18 @@ def validate_module(
     fabric: str = "xupv2p",
     imported: bool = False,
     limits: Limits = DEFAULT_LIMITS,
+    trusted_keys: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Check the module at ``path`` against board ``fabric`` without running its code (with
-    ``imported``: also install it in a throwaway framework, which runs it).
+    ``imported``: also install it in a throwaway framework, which runs it). With
+    ``trusted_keys`` (as :class:`~juggle.runtime.framework.Framework` takes them) the module
+    must be signed by one of them, as such a framework would require.
 
     Raises the :class:`~juggle.errors.JuggleError` an install would raise, naming the value.
     """
+    trusted = load_public_keys(trusted_keys) if trusted_keys is not None else None
     source = ModuleSource.open(path, limits)
-    raw = source.descriptor_bytes()
-    descriptor = source.load_descriptor(raw)
-    verify_pins(descriptor.pins, source.read_bytes, origin=source.display(source.descriptor))
+    descriptor, signer = source.authenticate(trusted)
     services = _static(source, descriptor, fabric, limits)
     report: dict[str, Any] = {
         "name": descriptor.module.name,
@@ -296,13 +299,14 @@ def validate_module(
         "format": descriptor.format,
         "services": services,
         "pinned": sorted(descriptor.pins),
+        "signed_by": signer,
         "imported": False,
         "valid": True,
     }
     if imported:
         from juggle.runtime.framework import Framework
 
-        with Framework(fabric, limits=limits) as fw:
+        with Framework(fabric, limits=limits, trusted_keys=trusted) as fw:
             fw.install(path)
         report["imported"] = True
     return report

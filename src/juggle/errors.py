@@ -283,7 +283,10 @@ class DrainTimeoutError(JuggleOperationError):
 
 
 class ServiceArgumentError(JuggleError, ValueError):
-    """A service method got a bad argument (wrong key length, size not a block multiple)."""
+    """A service method got a bad argument (wrong key length, size not a block multiple), or a
+    call that does not fit the interface method's signature (an unknown keyword, a missing or
+    surplus argument: the proxy refuses it before any implementation runs, and its ``subject``
+    is ``(method, argument)``)."""
 
 
 # -- policies, allocation, hardware threads --------------------------------------------------

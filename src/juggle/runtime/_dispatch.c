@@ -7,6 +7,13 @@
  * Switching is Dispatcher.switch(new_slot): one pointer store under the GIL, so it is atomic for
  * new calls while calls already running keep a reference to the slot they started on.
  *
+ * Before anything else a TracedMethod checks the caller's arguments against the interface's
+ * signature: a call without keywords costs one subtraction and one comparison of its positional
+ * count (TracedMethod_vectorcall); any other call is checked out of line (check_call: keyword
+ * names looked up among the parameter names, required ones covered). A call that does not fit
+ * goes to the `reject` callable given at construction, which raises the caller's error; such a
+ * call never reaches the slot and is not counted.
+ *
  * The pure-Python twin in _pydispatch.py has the same API and semantics.
  */
 #define PY_SSIZE_T_CLEAN
@@ -58,11 +65,30 @@ typedef struct {
     SlotObject *slot;
 } DispatcherObject;
 
+/* How a TracedMethod checks calls with keyword arguments (see check_call). */
+#define CHECK_NONE 0  /* no check: anything goes to the implementation */
+#define CHECK_EXACT 1 /* names and required parameters are checked here */
+#define CHECK_REJECT 2 /* too many parameters for the masks: reject() decides keyword calls */
+
 typedef struct {
     PyObject_HEAD
     DispatcherObject *dispatcher;
     Py_ssize_t index;
     vectorcallfunc vectorcall;
+    /* A call without keywords, nargs counting the proxy, fits iff nargs - min_nargs <= span as
+     * unsigned numbers: one subtraction and one comparison (a call without its proxy or with
+     * no fitting count never passes: min_nargs >= 1, and 2^63 for "none fits"). */
+    size_t min_nargs;
+    size_t span;
+    /* the interface's signature, the proxy left out (the caller's positional count is n): */
+    int check;           /* CHECK_* */
+    int varkw;           /* takes **kwargs: unknown keyword names are accepted */
+    Py_ssize_t max_pos;  /* the most positional arguments (PY_SSIZE_T_MAX: *args) */
+    Py_ssize_t npos;     /* params[:npos] take positional arguments ... */
+    Py_ssize_t posonly;  /* ... of which params[:posonly] cannot be given by keyword */
+    uint64_t required;   /* bit i: params[i] has no default */
+    PyObject *params;    /* tuple of str (NULL: CHECK_NONE) */
+    PyObject *reject;    /* reject(args, kwargs): raises the caller's error; returns if it fits */
 } TracedMethodObject;
 
 static PyTypeObject SlotType;
@@ -447,13 +473,106 @@ static inline PyObject *call_impl(SlotObject *slot, Py_ssize_t i, PyObject *cons
                                (size_t)(nargs - 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
 }
 
-static PyObject *TracedMethod_vectorcall(PyObject *callable, PyObject *const *args,
-                                         size_t nargsf, PyObject *kwnames) {
-    TracedMethodObject *self = (TracedMethodObject *)callable;
-    if (PyVectorcall_NARGS(nargsf) < 1) {
-        PyErr_SetString(PyExc_TypeError, "traced method called without its proxy");
-        return NULL;
+/* The call does not fit the fast checks: reject(args, kwargs) says why (it raises), or that it
+ * fits after all (it returns). 0: the call goes on; -1: the error is set. */
+static int reject_call(TracedMethodObject *self, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames) {
+    if (self->reject == NULL) {
+        return 0;
     }
+    Py_ssize_t n = nargs - 1;
+    PyObject *tuple = PyTuple_New(n);
+    PyObject *kwargs = PyDict_New();
+    if (tuple == NULL || kwargs == NULL) {
+        goto fail;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyTuple_SET_ITEM(tuple, k, Py_NewRef(args[k + 1]));
+    }
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k), args[nargs + k]) < 0) {
+            goto fail;
+        }
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(self->reject, tuple, kwargs, NULL);
+    Py_DECREF(tuple);
+    Py_DECREF(kwargs);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+fail:
+    Py_XDECREF(tuple);
+    Py_XDECREF(kwargs);
+    return -1;
+}
+
+/* Index of keyword `name` among the parameters that can be given by keyword, or -1. */
+static Py_ssize_t keyword_index(TracedMethodObject *self, PyObject *name) {
+    Py_ssize_t count = PyTuple_GET_SIZE(self->params);
+    for (Py_ssize_t j = self->posonly; j < count; j++) {
+        if (PyTuple_GET_ITEM(self->params, j) == name) { /* both interned: the usual case */
+            return j;
+        }
+    }
+    for (Py_ssize_t j = self->posonly; j < count; j++) {
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(self->params, j), name) == 0) {
+            return j;
+        }
+    }
+    return -1;
+}
+
+/* A call the one-comparison test did not pass: it has keywords, or its positional count is
+ * out of range (or it came without its proxy). Keywords: every name known (or **kwargs), none
+ * given twice, nothing required left out. 0: the call goes on; -1: the error is set (reject()
+ * raised). */
+static int check_call(TracedMethodObject *self, PyObject *const *args, Py_ssize_t nargs,
+                      PyObject *kwnames) {
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "traced method called without its proxy");
+        return -1;
+    }
+    if (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) {
+        if ((size_t)nargs - self->min_nargs > self->span) {
+            return reject_call(self, args, nargs, kwnames);
+        }
+        return 0;
+    }
+    if (self->check == CHECK_NONE) {
+        return 0;
+    }
+    Py_ssize_t n = nargs - 1;
+    if (self->check == CHECK_REJECT || n > self->max_pos) {
+        return reject_call(self, args, nargs, kwnames);
+    }
+    Py_ssize_t given = n < self->npos ? n : self->npos; /* parameters filled by position */
+    uint64_t covered = given >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << given) - 1);
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        Py_ssize_t j = keyword_index(self, PyTuple_GET_ITEM(kwnames, k));
+        if (j < 0) {
+            if (self->varkw) {
+                continue;
+            }
+            return reject_call(self, args, nargs, kwnames);
+        }
+        if (j < given) { /* given by position too */
+            return reject_call(self, args, nargs, kwnames);
+        }
+        covered |= (uint64_t)1 << j;
+    }
+    if (self->required & ~covered) {
+        return reject_call(self, args, nargs, kwnames);
+    }
+    return 0;
+}
+
+/* The call itself, its arguments checked: forward to the current slot and trace it. */
+static inline PyObject *traced_call(TracedMethodObject *self, PyObject *const *args,
+                                    size_t nargsf, PyObject *kwnames) {
     SlotObject *slot = self->dispatcher->slot;
     Py_ssize_t i = self->index;
     MethodStats *st = &slot->stats[i];
@@ -488,6 +607,25 @@ static PyObject *TracedMethod_vectorcall(PyObject *callable, PyObject *const *ar
     return result;
 }
 
+/* A call the one-comparison test did not pass: checked in full first (out of line, so that
+ * the usual call's path holds nothing more than that test). */
+static Py_NO_INLINE PyObject *checked_call(TracedMethodObject *self, PyObject *const *args,
+                                           size_t nargsf, PyObject *kwnames) {
+    if (check_call(self, args, PyVectorcall_NARGS(nargsf), kwnames) < 0) {
+        return NULL;
+    }
+    return traced_call(self, args, nargsf, kwnames);
+}
+
+static PyObject *TracedMethod_vectorcall(PyObject *callable, PyObject *const *args,
+                                         size_t nargsf, PyObject *kwnames) {
+    TracedMethodObject *self = (TracedMethodObject *)callable;
+    if (kwnames != NULL || (size_t)PyVectorcall_NARGS(nargsf) - self->min_nargs > self->span) {
+        return checked_call(self, args, nargsf, kwnames);
+    }
+    return traced_call(self, args, nargsf, kwnames);
+}
+
 static PyObject *TracedMethod_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
     if (obj == NULL || obj == Py_None) {
         return Py_NewRef(self);
@@ -495,16 +633,85 @@ static PyObject *TracedMethod_descr_get(PyObject *self, PyObject *obj, PyObject 
     return PyMethod_New(self, obj);
 }
 
+/* Positional counts (the proxy left out) a call without keywords may pass: min..max, max -1
+ * meaning any number and min -1 none at all. */
+static void set_range(TracedMethodObject *self, Py_ssize_t min_pos, Py_ssize_t max_pos) {
+    self->max_pos = max_pos < 0 ? PY_SSIZE_T_MAX : max_pos;
+    if (min_pos < 0 || min_pos > self->max_pos) { /* no count fits */
+        self->min_nargs = (size_t)PY_SSIZE_T_MAX + 1;
+        self->span = 0;
+        return;
+    }
+    self->min_nargs = (size_t)min_pos + 1;
+    self->span = (size_t)(self->max_pos - min_pos);
+}
+
+/* check = (params, positional, positional_only, min_positional, max_positional, required_mask,
+ * varkw, reject): see juggle.runtime.interfaces.Arguments (min -1: no call without keywords
+ * fits; max -1: any number). */
+static int TracedMethod_set_check(TracedMethodObject *self, PyObject *check) {
+    PyObject *params, *required, *reject;
+    Py_ssize_t npos, posonly, min_pos, max_pos;
+    int varkw;
+    if (!PyTuple_Check(check) ||
+        !PyArg_ParseTuple(check, "O!nnnnO!pO;check must be (params, positional, positional_only,"
+                                 " min_positional, max_positional, required_mask, varkw, reject)",
+                          &PyTuple_Type, &params, &npos, &posonly, &min_pos, &max_pos,
+                          &PyLong_Type, &required, &varkw, &reject)) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_TypeError, "check must be a tuple or None, got %R", check);
+        }
+        return -1;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(params);
+    if (npos < 0 || npos > count || posonly < 0 || posonly > npos || min_pos < -1 ||
+        max_pos < -1 || !PyCallable_Check(reject)) {
+        PyErr_SetString(PyExc_ValueError, "check: inconsistent counts or reject not callable");
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < count; j++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(params, j))) {
+            PyErr_SetString(PyExc_TypeError, "check: parameter names must be str");
+            return -1;
+        }
+    }
+    uint64_t mask = 0;
+    int exact = count <= 64;
+    if (exact) {
+        mask = (uint64_t)PyLong_AsUnsignedLongLong(required);
+        if (mask == (uint64_t)-1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    self->check = exact ? CHECK_EXACT : CHECK_REJECT;
+    self->varkw = varkw;
+    set_range(self, min_pos, max_pos);
+    self->npos = npos;
+    self->posonly = posonly;
+    self->required = mask;
+    Py_XSETREF(self->params, Py_NewRef(params));
+    Py_XSETREF(self->reject, Py_NewRef(reject));
+    return 0;
+}
+
 static int TracedMethod_init(TracedMethodObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"dispatcher", "index", NULL};
+    static char *kwlist[] = {"dispatcher", "index", "check", NULL};
     DispatcherObject *dispatcher;
     Py_ssize_t index;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!n", kwlist, &DispatcherType, &dispatcher,
-                                     &index)) {
+    PyObject *check = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!n|O", kwlist, &DispatcherType, &dispatcher,
+                                     &index, &check)) {
         return -1;
     }
     if (dispatcher->slot == NULL || index < 0 || index >= dispatcher->slot->nmethods) {
         PyErr_Format(PyExc_IndexError, "method index %zd out of range", index);
+        return -1;
+    }
+    self->check = CHECK_NONE;
+    set_range(self, 0, -1);
+    Py_CLEAR(self->params);
+    Py_CLEAR(self->reject);
+    if (check != Py_None && TracedMethod_set_check(self, check) < 0) {
         return -1;
     }
     Py_INCREF(dispatcher);
@@ -516,11 +723,15 @@ static int TracedMethod_init(TracedMethodObject *self, PyObject *args, PyObject 
 
 static int TracedMethod_traverse(TracedMethodObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->dispatcher);
+    Py_VISIT(self->params);
+    Py_VISIT(self->reject);
     return 0;
 }
 
 static int TracedMethod_clear(TracedMethodObject *self) {
     Py_CLEAR(self->dispatcher);
+    Py_CLEAR(self->params);
+    Py_CLEAR(self->reject);
     return 0;
 }
 

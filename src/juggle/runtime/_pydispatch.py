@@ -108,19 +108,41 @@ def set_error_hook(
     _hook = (passthrough, hook)
 
 
-class TracedMethod:
-    """A proxy method: forwards to the dispatcher's current slot and traces the call."""
+#: ``(params, positional, positional_only, min_positional, max_positional, required_mask,
+#: varkw, reject)``: the interface's signature a TracedMethod checks calls against (see
+#: :class:`juggle.runtime.interfaces.Arguments`; min -1: no call without keywords fits, max -1:
+#: any number), and ``reject(args, kwargs)``, which raises the caller's error.
+Reject = Callable[[tuple[Any, ...], dict[str, Any]], None]
+Check = tuple[tuple[str, ...], int, int, int, int, int, bool, Reject]
 
-    def __init__(self, dispatcher: Dispatcher, index: int) -> None:
+
+class TracedMethod:
+    """A proxy method: checks the caller's arguments against the interface's signature
+    (``check``), then forwards to the dispatcher's current slot and traces the call."""
+
+    def __init__(self, dispatcher: Dispatcher, index: int, check: Check | None = None) -> None:
         if not 0 <= index < len(dispatcher.slot.names):
             raise IndexError(f"method index {index} out of range")
         self._dispatcher = dispatcher
         self.index = index
+        self._range = (0, -1)
+        self._reject: Reject | None = None
+        if check is not None:
+            _, _, _, low, high, _, _, reject = check
+            if not callable(reject):
+                raise ValueError("check: reject not callable")
+            self._range = (low, high)
+            self._reject = reject
 
     def __get__(self, obj: object, objtype: type | None = None) -> Any:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, proxy: object, *args: Any, **kwargs: Any) -> Any:
+        reject = self._reject
+        if reject is not None:
+            low, high = self._range
+            if kwargs or not (0 <= low <= len(args) and (high < 0 or len(args) <= high)):
+                reject(args, kwargs)  # raises the caller's error, or returns: the call fits
         slot = self._dispatcher.slot
         st = slot._stats[self.index]
         with _lock:

@@ -1,10 +1,17 @@
 """Service proxies: the interception point between a consumer and an implementation.
 
 A consumer holds a proxy built for the service's interface (Juggle 3.1). Each method of the
-proxy is a compiled ``TracedMethod`` that forwards to the proxy's current *slot* (one
-implementation at one tier) and traces the call. Switching tiers replaces the slot in one step:
-new calls go to the new implementation, calls already running finish on the old one, and the old
-slot is retired once its in-flight count is zero (the slot signals that moment; nobody polls).
+proxy is a compiled ``TracedMethod`` that checks the caller's arguments against the interface
+method's signature, then forwards to the proxy's current *slot* (one implementation at one tier)
+and traces the call. A call that does not fit the signature (an unknown keyword, a missing or
+surplus argument) raises :class:`~juggle.errors.ServiceArgumentError` naming the method, the
+argument and its value; it never reaches an implementation (so never a driver: it is no
+hardware fault) and is not counted. On a call without keywords the check is one subtraction and
+one comparison in the compiled path (calls with keywords have their names looked up).
+
+Switching tiers replaces the slot in one step: new calls go to the new implementation, calls
+already running finish on the old one, and the old slot is retired once its in-flight count is
+zero (the slot signals that moment; nobody polls).
 
 The state a service keeps between calls lives in a :class:`StateRecord`: the last call of each
 state-setting method (``load_key``). A per-consumer service gives every proxy its own record; a
@@ -24,7 +31,7 @@ from typing import Any
 
 from juggle.errors import DrainTimeoutError, JuggleError, ModuleCodeError, ServiceUnavailableError
 from juggle.runtime import _pydispatch
-from juggle.runtime.interfaces import MethodSpec, interface_methods, short_name
+from juggle.runtime.interfaces import Arguments, MethodSpec, interface_methods, short_name
 from juggle.runtime.tracing import Accumulator, dispatch
 
 TIERS: tuple[str, ...] = ("software", "native", "hardware")
@@ -289,6 +296,28 @@ def _locked(traced: Any, binding: ProxyBinding, spec: MethodSpec) -> Callable[..
     return method
 
 
+def argument_check(arguments: Arguments, method: str) -> tuple[Any, ...]:
+    """What a ``TracedMethod`` checks a call of ``method`` (``"EncryptionService.encrypt"``)
+    against: ``arguments`` laid out for the compiled path, with the function that raises the
+    caller's :class:`~juggle.errors.ServiceArgumentError` for a call that does not fit."""
+
+    def reject(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        error = arguments.mismatch(method, args, kwargs)
+        if error is not None:
+            raise error
+
+    return (
+        arguments.params,
+        arguments.positional,
+        arguments.positional_only,
+        arguments.min_positional,
+        arguments.max_positional,
+        arguments.required_mask,
+        arguments.varkw,
+        reject,
+    )
+
+
 def build_proxy(
     interface: type,
     interface_name: str,
@@ -310,14 +339,16 @@ def build_proxy(
         interface_name, methods, impl, tier, sample_period=sample_period, record=record
     )
     serialise = has_context(impl)
+    short = short_name(interface_name)
     attrs: dict[str, Any] = {"__slots__": (), "__doc__": interface.__doc__}
     for index, spec in enumerate(methods):
-        traced = dispatch.TracedMethod(binding.dispatcher, index)
+        check = argument_check(spec.arguments, f"{short}.{spec.name}")
+        traced = dispatch.TracedMethod(binding.dispatcher, index, check)
         if serialise or spec.state_setting:
             attrs[spec.name] = _locked(traced, binding, spec)
         else:
             attrs[spec.name] = traced
-    cls = type(f"{short_name(interface_name)}Proxy", (ServiceProxy,), attrs)
+    cls = type(f"{short}Proxy", (ServiceProxy,), attrs)
     proxy: ServiceProxy = cls()
     proxy.service_id = service_id
     proxy.interface = interface_name

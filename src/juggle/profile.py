@@ -806,7 +806,9 @@ def profile_service(
         "size": size,
         "timing": _Timing(rounds, round_ms / 1000.0),
     }
-    with Framework(fabric) as fw:
+    # verify_sample=0: the profile compares the tiers itself and times the bare call path (its
+    # stand-in drivers would otherwise fail the runtime's checks and quarantine the region)
+    with Framework(fabric, verify_sample=0) as fw:
         modules = []
         for path in paths:
             module = fw.install(path)

@@ -8,7 +8,8 @@ second of a packet-level run; the fluid model's speed under ``sim_fluid_*``), ``
 ``sharing`` (the runtime's own work per juggle and per hardware context switch, measured; the
 context operations' bus time, modeled, in keys that say so), ``rtl`` (the Verilog cores'
 simulation speed behind a window, measured), ``daemon`` (a call's round trip through the juggle
-daemon and the throughput of 64 KiB buffers through it, measured).
+daemon and the throughput of 64 KiB buffers through it, measured), ``verify`` (what checking
+hardware results against software costs a hardware call: off, default, every call; measured).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ TARGETS: dict[str, tuple[str, float]] = {
 
 
 def _groups() -> dict[str, Group]:
-    from juggle.bench import alloc, oscall, proxy, sharing, sim
+    from juggle.bench import alloc, oscall, proxy, sharing, sim, verify
     from juggle.daemon.bench import daemon_bench
 
     def rtl(quick: bool) -> dict[str, float]:
@@ -58,6 +59,7 @@ def _groups() -> dict[str, Group]:
         "sharing": sharing.run,
         "rtl": rtl,
         "daemon": daemon_bench,
+        "verify": verify.run,
     }
 
 

@@ -17,9 +17,17 @@ finishes (no register written for ``call_timeout_s``) with :class:`CoreTimeoutEr
 A hardware call that hangs or raises (anything but the consumer's own argument or state error)
 is a *fault*: the core is quarantined, the framework is told (it marks the region ERROR and moves
 the service to software), and the call runs again on the virtual device's software twin, brought
-to the consumer's state first, so the consumer sees no failure. One call in ``verify_sample``
-is also run on the twin and compared; a mismatch is a fault too, and the consumer gets the
-software result. A service without a software tier raises :class:`HardwareFaultError` instead.
+to the consumer's state first, so the consumer sees no failure. A service without a software
+tier raises :class:`HardwareFaultError` instead.
+
+Calls are also *verified*: run on the twin too and compared; a mismatch is a fault, and the
+consumer gets the software result. Which calls is a :class:`VerifySchedule` of the core, by
+counters, never dice: every call for a warm-up after the region is programmed, then checks
+thinning out geometrically down to one call in ``verify_sample``; a core that follows a
+mismatch of its service warms up longer. A call is sampled, run and checked while it holds the
+core, so no later call reaches a core before the check of an earlier one has quarantined it:
+a core turning to garbage hands out at most ``verify_sample - 1`` wrong results, none during
+a warm-up.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ __all__ = [
     "HardwareCore",
     "HardwareDevice",
     "HardwareHost",
+    "VerifySchedule",
     "device_class",
     "has_core_context",
 ]
@@ -139,6 +148,80 @@ class GuardedWindow:
 #: The portable-state methods: carried between tiers, never verified or captured themselves.
 _PORTABLE = frozenset({"juggle_save_state", "juggle_restore_state"})
 
+#: The default base rate: one hardware call in 16 is checked once a core's warm-up is over.
+DEFAULT_VERIFY_SAMPLE = 16
+#: The default warm-up: the first 32 calls on a freshly programmed core are all checked.
+DEFAULT_VERIFY_WARMUP = 32
+#: How far mismatches raise a service's verification level (warm-ups up to 16 times longer).
+MAX_VERIFY_LEVEL = 4
+
+
+class VerifySchedule:
+    """Which calls on one core are checked against software: a plan by counters, not dice.
+
+    Like a new hire's work: every piece is checked for the first ``warmup * 2**level`` calls,
+    then one in 2, one in 4, one in 8 … (each for ``warmup`` calls) until one in ``every`` (the
+    base rate, given on each call so a changed setting applies at once). ``level`` is 0 for a
+    core of a service that never mismatched, higher after mismatches. ``every`` 0 checks no call
+    at all, 1 every call; ``warmup`` 0 starts at the base rate. Between two checks there are
+    never more than ``every - 1`` calls, so a core that turns to garbage hands out at most
+    ``every - 1`` wrong results before a check catches it, and none during the warm-up.
+
+    Not thread-safe: the core's lock orders the calls (the caller holds it).
+    """
+
+    __slots__ = ("_wait", "calls", "checked", "level", "mismatched", "warmup")
+
+    def __init__(self, warmup: int = DEFAULT_VERIFY_WARMUP, level: int = 0) -> None:
+        self.warmup = warmup
+        self.level = level
+        self.calls = 0
+        self.checked = 0
+        self.mismatched = False
+        self._wait = 1  # calls until the next check: the first call is checked
+
+    @property
+    def full(self) -> int:
+        """Calls of the every-call warm-up (``warmup * 2**level``)."""
+        return self.warmup << self.level
+
+    def interval(self, every: int) -> int:
+        """The gap between checks after the calls made so far (at most ``every``)."""
+        done = self.calls - self.full
+        if done < 0:
+            return 1
+        if self.warmup <= 0:
+            return max(every, 1)
+        stage = done // self.warmup + 1
+        return min(max(every, 1), 1 << min(stage, 62))
+
+    def due(self, every: int) -> bool:
+        """Count one call; whether it is checked (``every``: the base rate, 0 for none)."""
+        if every <= 0:
+            return False
+        self.calls += 1
+        self._wait -= 1
+        if self._wait > 0:
+            return False
+        self._wait = self.interval(every)
+        self.checked += 1
+        return True
+
+    def again(self) -> None:
+        """The checked call compared nothing (no result, no buffer, or it raised the consumer's
+        error): the next call is checked in its place."""
+        self._wait = 1
+
+    def settled(self, every: int) -> bool:
+        """Whether the checks have thinned out to the base rate."""
+        return self.calls >= self.full and self.interval(every) >= every
+
+    def __repr__(self) -> str:
+        return (
+            f"<VerifySchedule level {self.level}, {self.checked}/{self.calls} calls checked"
+            f"{', mismatched' if self.mismatched else ''}>"
+        )
+
 
 class HardwareHost(Protocol):
     """What a virtual device needs from the service it belongs to."""
@@ -162,8 +245,12 @@ class HardwareHost(Protocol):
         """A fresh implementation of the service's home software tier (None: it has none)."""
         ...
 
-    def verify_now(self) -> bool:
-        """Whether this hardware call is one of the sampled ones to check against software."""
+    def verify_every(self) -> int:
+        """The base rate: one hardware call in N is checked after a warm-up (0: none)."""
+        ...
+
+    def verify_schedule(self) -> VerifySchedule:
+        """The check plan of a core just programmed for the service (its first call asks)."""
         ...
 
     def hardware_fault(self, core: HardwareCore, reason: str) -> None:
@@ -171,7 +258,8 @@ class HardwareHost(Protocol):
         ...
 
     def count(self, what: str) -> None:
-        """Count one ``fallbacks``, ``verified`` or ``mismatches``."""
+        """Count one ``fallbacks``, ``verified`` or ``mismatches`` (a mismatch also raises the
+        verification level of the service's next cores)."""
         ...
 
 
@@ -207,6 +295,11 @@ class HardwareCore:
         self.fault: str | None = None
         self.switches = 0
         self._fresh = True  # just programmed: the core holds its power-on state
+        #: a core whose driver has no context operations: the state-setting methods whose
+        #: state in the core another consumer set (the owner must set them before other calls)
+        self._foreign: frozenset[str] = frozenset()
+        #: which calls are checked against software (made by the first call, under the lock)
+        self.schedule: VerifySchedule | None = None
 
     def run(self, device: HardwareDevice, name: str, args: tuple[Any, ...], kwargs: Any) -> Any:
         """Run ``name`` on the driver with ``device``'s context in the core."""
@@ -215,7 +308,19 @@ class HardwareCore:
                 raise _Quarantined(self.fault)
             if self.owner is not device:
                 self._switch_to(device)
-            return getattr(self.driver, name)(*args, **kwargs)
+            foreign = self._foreign
+            if not foreign:
+                return getattr(self.driver, name)(*args, **kwargs)
+            if name not in foreign:
+                raise ServiceStateError(
+                    f"the core in region {self.region!r} holds state another consumer set "
+                    f"and its driver cannot clear it (no save_context/restore_context): call "
+                    f"{', '.join(sorted(foreign))} first",
+                    self.region,
+                )
+            result = getattr(self.driver, name)(*args, **kwargs)
+            self._foreign = foreign - {name}
+            return result
 
     def capture(self, device: HardwareDevice) -> Any:
         """``device``'s portable state (``juggle_save_state``), read from the core."""
@@ -237,6 +342,10 @@ class HardwareCore:
                 device.record.replay(driver)
         else:
             device.record.replay(driver)
+            # no context operations: what earlier owners set and this device did not stays
+            # in the core, and is not this device's to use (ServiceStateError in run)
+            if not fresh:
+                self._foreign = device.state_methods.difference(device.record.calls)
         self.owner = device
         self.switches += 1
 
@@ -286,6 +395,9 @@ class HardwareDevice:
 
     __slots__ = ("_twin", "_twin_version", "consumer", "context", "core", "host", "record")
 
+    #: the interface's state-setting methods (set by :func:`device_class`)
+    state_methods: frozenset[str] = frozenset()
+
     def __init__(
         self, host: HardwareHost, core: HardwareCore, consumer: str, record: StateRecord
     ) -> None:
@@ -299,29 +411,38 @@ class HardwareDevice:
 
     def _call(self, name: str, args: tuple[Any, ...], kwargs: Any) -> Any:
         host, core = self.host, self.core
-        portable = name not in _PORTABLE and has_context(core.driver)
-        verify = host.verify_now() and name not in _PORTABLE
+        checkable = name not in _PORTABLE
+        portable = checkable and has_context(core.driver)
         saved = _buffers(args)
         before = None
-        try:
-            if portable and (verify or host.has_software):
-                with core.lock:
+        with core.lock:  # sampled, run and checked in the core's order: a check that fails
+            verify = checkable and self._due(core)  # quarantines before the next call runs
+            try:
+                if portable and (verify or host.has_software):
                     before = core.capture(self)
-                    result = core.run(self, name, args, kwargs)
-            else:
                 result = core.run(self, name, args, kwargs)
-        except CONSUMER_ERRORS:
-            raise
-        except _Quarantined:
-            _put_back(args, saved)
-            return self._fallback(name, args, kwargs, before, count=True)
-        except Exception as exc:  # a driver is third-party code: anything else is a fault
-            self._fault(f"{name}() raised {type(exc).__name__}: {exc}")
-            _put_back(args, saved)
-            return self._fallback(name, args, kwargs, before, count=True)
-        if verify:
-            return self._verify(name, args, kwargs, saved, before, result)
-        return result
+            except CONSUMER_ERRORS:
+                if verify and core.schedule is not None:
+                    core.schedule.again()
+                raise
+            except _Quarantined:
+                pass
+            except Exception as exc:  # a driver is third-party code: anything else is a fault
+                self._fault(f"{name}() raised {type(exc).__name__}: {exc}")
+            else:
+                if verify:
+                    return self._verify(name, args, kwargs, saved, before, result)
+                return result
+        _put_back(args, saved)
+        return self._fallback(name, args, kwargs, before, count=True)
+
+    def _due(self, core: HardwareCore) -> bool:
+        """Whether this call is one to check (the caller holds the core's lock): the core's
+        :class:`VerifySchedule`, which its first call asks the service for, says."""
+        schedule = core.schedule
+        if schedule is None:
+            schedule = core.schedule = self.host.verify_schedule()
+        return schedule.due(self.host.verify_every())
 
     def take_record(self, record: StateRecord) -> bool:
         """Carry ``record`` onto the core now if it is this device's own (the state a switch
@@ -384,6 +505,9 @@ class HardwareDevice:
         before: Any,
         result: Any,
     ) -> Any:
+        """The call again on the software twin, compared with the hardware's ``result`` (the
+        caller holds the core's lock): a mismatch quarantines the core, marks its schedule
+        and hands back the software result (buffers included)."""
         twin = self.twin(before)
         if twin is None:
             return result
@@ -393,8 +517,13 @@ class HardwareDevice:
         expected = getattr(twin, name)(*soft_args, **kwargs)
         self.host.count("verified")
         same = expected == result and all(bytes(args[i]) == soft_args[i] for i, _ in saved)
+        schedule = self.core.schedule
         if same:
+            if result is None and not saved and schedule is not None:
+                schedule.again()  # nothing came back to compare: the next call is checked
             return result
+        if schedule is not None:
+            schedule.mismatched = True
         self.host.count("mismatches")
         self._fault(f"{name}() returned a result that differs from the software tier's")
         for i, _ in saved:
@@ -420,8 +549,13 @@ def device_class(interface: type, name: str, driver: object) -> type[HardwareDev
         call.__name__ = method
         return call
 
-    attrs: dict[str, Any] = {"__slots__": (), "__doc__": interface.__doc__}
-    names = [spec.name for spec in interface_methods(interface)]
+    specs = interface_methods(interface)
+    attrs: dict[str, Any] = {
+        "__slots__": (),
+        "__doc__": interface.__doc__,
+        "state_methods": frozenset(spec.name for spec in specs if spec.state_setting),
+    }
+    names = [spec.name for spec in specs]
     if has_context(driver):
         names += ["juggle_save_state", "juggle_restore_state"]
     for method in names:

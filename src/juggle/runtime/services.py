@@ -16,7 +16,6 @@ state (once, for a shared service); the old slots keep serving the calls already
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections import deque
@@ -25,11 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from juggle.errors import IntegrityError, JuggleError, TierUnavailableError
+from juggle.errors import ConfigurationError, IntegrityError, JuggleError, TierUnavailableError
 from juggle.fabric.bitstream import Bitstream
 from juggle.fabric.resources import Resources
 from juggle.runtime.descriptors import ServiceSpec
-from juggle.runtime.hardware import HardwareCore, HardwareDevice, device_class
+from juggle.runtime.hardware import (
+    MAX_VERIFY_LEVEL,
+    HardwareCore,
+    HardwareDevice,
+    VerifySchedule,
+    device_class,
+)
 from juggle.runtime.integrity import sha256_of
 from juggle.runtime.modules import Module, code_error
 from juggle.runtime.proxy import (
@@ -52,8 +57,24 @@ if TYPE_CHECKING:
 
 __all__ = ["Hardware", "ManagedService", "ProxyFactory", "Switched"]
 
-#: The property that overrides the framework's ``verify_sample`` for one service.
+#: The property that overrides the framework's ``verify_sample`` for one service (an int >= 0:
+#: one hardware call in N checked against software after a warm-up; 0 checks none).
 VERIFY_PROPERTY = "juggle.verify"
+
+
+def verify_property(properties: Mapping[str, Any]) -> int | None:
+    """The service's own ``juggle.verify`` rate (None: the framework's ``verify_sample``).
+
+    Raises :class:`~juggle.errors.ConfigurationError` naming a value that is not an int >= 0.
+    """
+    value = properties.get(VERIFY_PROPERTY)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(
+            f"property {VERIFY_PROPERTY!r} must be an int >= 0, got {value!r:.80}", value
+        )
+    return value
 
 
 #: the consumer name under which released consumers' statistics are kept, folded together
@@ -154,6 +175,7 @@ class ManagedService:
         self.hardware = hardware
         self.module = module
         self.properties = dict(properties)
+        self._verify_every = verify_property(self.properties)  # checked before anything else
         self.per_consumer = per_consumer
         self.instance = instance
         soft = [t for t in ("native", "software") if t in classes]
@@ -183,7 +205,9 @@ class ManagedService:
         self.hw_busy_base = 0  # its current window's bus time when the service entered it
         self.counters = {"fallbacks": 0, "verified": 0, "mismatches": 0}
         self._counter_lock = threading.Lock()
-        self._calls = itertools.count(1)
+        #: raised by each mismatch, lowered by each core whose checks thinned out cleanly
+        self.verify_level = 0
+        self._schedule: VerifySchedule | None = None  # the newest core's
         self._device_cls: type[HardwareDevice] | None = None
 
     # -- identity ----------------------------------------------------------------------------
@@ -286,11 +310,27 @@ class ManagedService:
             return None
         return self.new_impl(self.home_tier, consumer)
 
-    def verify_now(self) -> bool:
-        """One hardware call in N is checked (N: ``juggle.verify`` property, else the
-        framework's ``verify_sample``; 0 checks none)."""
-        n = self.properties.get(VERIFY_PROPERTY, self.framework.verify_sample)
-        return bool(n) and next(self._calls) % int(n) == 0
+    def verify_every(self) -> int:
+        """One hardware call in N is checked after a core's warm-up (N: the ``juggle.verify``
+        property, else the framework's ``verify_sample``; 0 checks none)."""
+        every = self._verify_every
+        return self.framework.verify_sample if every is None else every
+
+    def verify_schedule(self) -> VerifySchedule:
+        """The check plan of a core just programmed (or recovered) for this service: every
+        call for ``verify_warmup * 2**verify_level`` calls, then thinning out to the base rate.
+        A previous core whose checks reached the base rate with no mismatch lowers the level."""
+        with self._counter_lock:
+            last = self._schedule
+            if (
+                last is not None
+                and not last.mismatched
+                and self.verify_level
+                and last.settled(self.verify_every())
+            ):
+                self.verify_level -= 1
+            self._schedule = VerifySchedule(self.framework.verify_warmup, self.verify_level)
+            return self._schedule
 
     def hardware_fault(self, core: HardwareCore, reason: str) -> None:
         """Quarantine ``core`` and have the framework move this service to software."""
@@ -298,9 +338,12 @@ class ManagedService:
             self.framework._hardware_fault(self, core, reason)
 
     def count(self, what: str) -> None:
-        """Count a fallback, a verified call or a mismatch."""
+        """Count a fallback, a verified call or a mismatch (which also raises the verification
+        level: the service's next cores warm up longer)."""
         with self._counter_lock:
             self.counters[what] += 1
+            if what == "mismatches":
+                self.verify_level = min(self.verify_level + 1, MAX_VERIFY_LEVEL)
 
     # -- switching ---------------------------------------------------------------------------
 

@@ -252,13 +252,24 @@ class Fabric:
         return report
 
     def quarantine(self, region: str, reason: str) -> None:
-        """Isolate ``region``, whose core failed: ERROR until unloaded or programmed again.
+        """Isolate ``region``, whose core failed: ERROR (``quarantined`` in its snapshot) until
+        unloaded or programmed again; the runtime keeps it out of use until recovered.
 
         Raises :class:`~juggle.errors.UnknownRegionError` and
         :class:`~juggle.errors.RegionBusyError`.
         """
         self._check_open()
         self.region(region).quarantine(reason)
+
+    def discard(self, region: str, reason: str) -> None:
+        """Drop the design in ``region`` that nobody serves from, when unloading it failed:
+        ERROR naming ``reason``, not quarantined (programming again recovers it).
+
+        Raises :class:`~juggle.errors.UnknownRegionError` and
+        :class:`~juggle.errors.RegionBusyError`.
+        """
+        self._check_open()
+        self.region(region).discard(reason)
 
     def window(self, region: str) -> MMIO:
         """The MMIO window of the design loaded in ``region``.

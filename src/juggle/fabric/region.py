@@ -10,7 +10,14 @@ region looks like afterwards depends on how far it got:
 * from the write on (``write_init``/``write``/``write_complete``, opening the bridge,
   attaching the window): the previous configuration is overwritten, so the region goes to
   ``ERROR``, its bridge is left closed, and :attr:`RegionSnapshot.error` names the step that
-  broke. Programming again (or unloading) recovers it.
+  broke. Programming again (or unloading) recovers it: the runtime's next juggle into the
+  region does exactly that.
+
+A region also enters ERROR when the runtime takes a faulty *core* off the bus
+(:meth:`FpgaRegion.quarantine`: it hung, returned garbage, raised a bus error); its snapshot then
+says ``quarantined=True``, and the runtime keeps it out of use until an operator recovers it.
+:meth:`FpgaRegion.discard` is the last resort for a design nobody serves from that even unloading
+failed to remove: ERROR, not quarantined, to be programmed afresh.
 
 Region states here are the fabric's physical view (EMPTY, PROGRAMMING, PROGRAMMED, ERROR);
 the allocator's Ker-ONE states (Idle, Busy, Preempt, ...) live in the decision core.
@@ -75,6 +82,8 @@ class RegionSnapshot:
 
     ``resources`` is the region's capacity, ``used`` what the loaded module declared it needs
     (``None`` when not given), ``error`` the step that broke when ``state == "ERROR"``.
+    ``quarantined`` says that ERROR is a faulty core taken off the bus (kept out of use until
+    recovered), not a failed programming step (programming again is its recovery).
     """
 
     name: str
@@ -87,6 +96,7 @@ class RegionSnapshot:
     bridge_enabled: bool
     error: str | None
     adjacent: tuple[str, ...]
+    quarantined: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +129,7 @@ class FpgaRegion:
         self._state = RegionState.EMPTY
         self._loaded: _Loaded | None = None
         self._error: str | None = None
+        self._quarantined = False  # ERROR because a faulty core was taken off the bus
         self._count = 0
 
     @property
@@ -185,6 +196,7 @@ class FpgaRegion:
             with self._guard:
                 self._loaded = _Loaded(bitstream.design, owner, resources, window)
                 self._state, self._error = RegionState.PROGRAMMED, None
+                self._quarantined = False
                 self._count += 1
         transfer = self._board.config_port.transfer_ps(len(data)) / _PS_PER_MS
         switches = 2 * self._board.bridge.switch_ps / _PS_PER_MS
@@ -215,6 +227,7 @@ class FpgaRegion:
             self._detach()
             with self._guard:
                 self._state, self._error = RegionState.EMPTY, None
+                self._quarantined = False
         switch = self._board.bridge.switch_ps / _PS_PER_MS
         wall = (time.perf_counter() - started) * 1e3
         return ProgramReport(self.name, design, 0, 0.0, switch, switch, wall)
@@ -226,7 +239,17 @@ class FpgaRegion:
         Raises :class:`~juggle.errors.RegionBusyError` while the region is being programmed.
         """
         with _Taken(self):
-            self._fail("quarantined", FabricError(reason))
+            self._fail("quarantined", FabricError(reason), quarantined=True)
+
+    def discard(self, reason: str) -> None:
+        """Drop the design loaded here when nobody serves from it and unloading failed: bridge
+        closed (best effort), window dropped, state ERROR naming ``reason``, not quarantined
+        (programming again recovers the region). A quarantined region stays quarantined.
+
+        Raises :class:`~juggle.errors.RegionBusyError` while the region is being programmed.
+        """
+        with _Taken(self):
+            self._fail("discarded", FabricError(reason), quarantined=self._quarantined)
 
     def _detach(self) -> None:
         with self._guard:
@@ -242,12 +265,13 @@ class FpgaRegion:
         except FabricError as exc:
             self._fail("bridge_enable (while undoing)", exc)
 
-    def _fail(self, step: str, exc: BaseException) -> None:
+    def _fail(self, step: str, exc: BaseException, *, quarantined: bool = False) -> None:
         self._detach()
         self._isolate()
         with self._guard:
             self._state = RegionState.ERROR
             self._error = f"{step}: {exc}"
+            self._quarantined = quarantined
 
     def _isolate(self) -> None:
         """Keep a broken region off the bus (best effort: the original error wins)."""
@@ -259,6 +283,7 @@ class FpgaRegion:
         """A frozen snapshot of the region."""
         with self._guard:
             state, loaded, error, count = self._state, self._loaded, self._error, self._count
+            quarantined = self._quarantined and state is RegionState.ERROR
         return RegionSnapshot(
             name=self.name,
             state=state.name,
@@ -270,6 +295,7 @@ class FpgaRegion:
             bridge_enabled=self._bridge.enabled,
             error=error,
             adjacent=self.profile.adjacent,
+            quarantined=quarantined,
         )
 
     def __repr__(self) -> str:

@@ -38,6 +38,7 @@ from juggle.errors import (
     FrameworkClosedError,
     JuggleError,
     ModuleError,
+    ModuleStateError,
     SanityCheckError,
     ServiceUnavailableError,
     TierUnavailableError,
@@ -49,7 +50,12 @@ from juggle.fabric.fabric import Fabric, open_fabric
 from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.runtime.descriptors import Descriptor, ServiceSpec
-from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, HardwareCore
+from juggle.runtime.hardware import (
+    DEFAULT_CALL_TIMEOUT_S,
+    DEFAULT_VERIFY_SAMPLE,
+    DEFAULT_VERIFY_WARMUP,
+    HardwareCore,
+)
 from juggle.runtime.integrity import (
     load_public_keys,
 )
@@ -178,8 +184,13 @@ class Framework:
     Faults are contained: a hardware call that raises, or whose driver polls a core for
     ``call_timeout_s`` without progress, is served again by the service's software tier, the
     region is quarantined (ERROR, until :meth:`recover`) and the service moves to software.
-    ``verify_sample=N`` also runs one hardware call in N on the software tier and compares
-    (property ``juggle.verify`` overrides it per service; 0 checks none); a mismatch is a fault.
+    Wrong results are caught by default: hardware calls are also run on the software tier and
+    compared (a mismatch is a fault). The first ``verify_warmup`` calls on a region just
+    programmed or recovered are all checked, then one in 2, 4, 8 … down to one call in
+    ``verify_sample`` (default 16; property ``juggle.verify`` overrides it per service;
+    1 checks every call, 0 none, warm-up included). After a mismatch the service's next region
+    warms up longer (twice, then four times … as long). A core turning to garbage outside a
+    warm-up hands out at most ``verify_sample - 1`` wrong results (docs/verification.md).
     """
 
     def __init__(
@@ -193,13 +204,15 @@ class Framework:
         drain_timeout_s: float = 30.0,
         controller: Controller | None = None,
         queue_capacity: int = 8,
-        verify_sample: int = 0,
+        verify_sample: int = DEFAULT_VERIFY_SAMPLE,
+        verify_warmup: int = DEFAULT_VERIFY_WARMUP,
         call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
         limits: Limits = DEFAULT_LIMITS,
         history_capacity: int = DEFAULT_HISTORY_CAPACITY,
         trusted_keys: Sequence[Any] | None = None,
     ) -> None:
         _positive_int("verify_sample", verify_sample, minimum=0)
+        _positive_int("verify_warmup", verify_warmup, minimum=0)
         _positive_number("call_timeout_s", call_timeout_s)
         _positive_number("drain_timeout_s", drain_timeout_s)
         _positive_int("history_capacity", history_capacity)
@@ -218,6 +231,7 @@ class Framework:
                 f'"fabric" must be a profile name, a path or a Fabric, got {fabric!r:.80}', fabric
             )
         self.verify_sample = verify_sample
+        self.verify_warmup = verify_warmup
         self.call_timeout_s = call_timeout_s
         self.limits = limits
         self.trusted_keys: list[Any] | None = None
@@ -487,21 +501,58 @@ class Framework:
             self._managed[managed.service_id] = managed
 
     def _unregister_module_services(self, module: Module) -> None:
-        for service_id in list(module.service_ids):
-            managed = self._managed.get(service_id)
-            if managed is None:
-                continue
-            if managed.tier == "hardware" and managed.region is not None:  # placed: take out
-                with contextlib.suppress(JuggleError):
-                    self.juggle(to_hardware=None, to_software=[service_id])
-            if managed.registration is not None and managed.registration.registered:
-                managed.registration.unregister()
-            self._tenancy.forget(service_id)  # its device leaves the allocator
-            with self._lock:
-                self._managed.pop(service_id, None)
-        module.service_ids.clear()
+        """Take the module's services out of the fabric and the registry. Under the juggle
+        lock: a juggle running now finishes first (a service it is placing is then taken out
+        like any other), and none starts meanwhile."""
+        with self._juggle_lock:
+            for service_id in list(module.service_ids):
+                managed = self._managed.get(service_id)
+                if managed is None:
+                    continue
+                if managed.region is not None:  # placed (or quarantined in place): take out
+                    self._take_out(managed)
+                if managed.registration is not None and managed.registration.registered:
+                    managed.registration.unregister()
+                self._tenancy.forget(service_id)  # its device leaves the allocator
+                with self._lock:
+                    self._managed.pop(service_id, None)
+            module.service_ids.clear()
+
+    def _take_out(self, m: ManagedService) -> None:
+        """Under the juggle lock: ``m``, which is stopping, leaves its region. A juggle out
+        first (state carried, calls drained); if that fails (or the framework is closing), by
+        force: its proxies go to software, its core is cut off (calls on it fall back to
+        software), and the region is emptied (or discarded: ERROR, to be programmed afresh)
+        and blank for the allocator."""
+        if m.tier == "hardware" and m.quarantined is None and not self._closing:
+            try:
+                self.juggle(to_hardware=None, to_software=[m.service_id])
+                return
+            except JuggleError as exc:
+                log.warning("service %s: stopping; juggle out failed: %s", m.label, exc)
+        region, core = m.region, m.core
+        if region is None:
+            return
+        if m.has_software and m.tier == "hardware":
+            with contextlib.suppress(JuggleError):
+                m.switch(m.home_tier, twins=True)
+        if core is not None:
+            core.quarantine(f"service {m.service_id} stopped")
+        m.core, m.region = None, None
+        m.quarantined = None
+        self._juggler.settle([region])
+        quarantined = self.fabric.region(region).snapshot().quarantined  # out until recovered
+        if not quarantined and self._tenancy.holder(region) is None:
+            self._tenancy.blank(region)
 
     def _stop_module(self, module: Module) -> None:
+        if self._juggler.running_here():  # its services would leave in the middle of it
+            raise ModuleStateError(
+                f"cannot stop module {module.name!r} (id {module.module_id}) from inside a "
+                "juggle (a driver or a hook that a juggle runs): stop it from another thread, "
+                "which waits for the juggle to end",
+                subject=module,
+            )
         module.state = ModuleState.STOPPING
         try:
             self._unregister_module_services(module)
@@ -901,28 +952,42 @@ class Framework:
             self._tenancy.fault(region)
 
     def recover(self, region: str) -> JuggleReport | None:
-        """Clear quarantined ``region`` (empty it) and put back the service that failed there,
-        if it still runs; returns that juggle's report (None: nothing to put back).
+        """Clear ``region`` (empty it) and put back the service whose core failed there, if
+        it still runs; returns that juggle's report (None: nothing to put back).
 
-        Raises :class:`~juggle.errors.UnknownRegionError`, :class:`SanityCheckError` (the region
-        is not in ERROR) and what :meth:`juggle` raises.
+        Any region no service serves from may be recovered: a quarantined one (ERROR), one a
+        failed programming step left in ERROR, one holding a design nobody serves from, an
+        empty one (nothing changes on the fabric). Raises
+        :class:`~juggle.errors.UnknownRegionError`, :class:`SanityCheckError` (a service
+        serves from the region, or a tenant's device holds it), the fabric's error when the
+        region cannot be emptied (:class:`~juggle.errors.RegionBusyError`,
+        :class:`~juggle.errors.BridgeError`; nothing changed then) and what :meth:`juggle`
+        raises.
         """
         self._check_open()
         with self._juggle_lock:
-            snap = self.fabric.region(region).snapshot()
-            if snap.state != "ERROR":
+            self.fabric.region(region)  # raises UnknownRegionError, naming the regions
+            for m in self._services_now():
+                if m.region == region and m.quarantined != region:
+                    raise SanityCheckError(
+                        f"region {region!r} serves service {m.label}: "
+                        f"take it out first (juggle(to_software=[{m.service_id}]))",
+                        subject=region,
+                    )
+            holder = self._tenancy.holder(region)
+            if holder is not None:
                 raise SanityCheckError(
-                    f"region {region!r} is {snap.state}, not ERROR: nothing to recover",
+                    f"region {region!r} is held by {holder}: it is not the runtime's to recover",
                     subject=region,
                 )
+            self.fabric.unload(region)
             waiting = [m for m in self._services_now() if m.quarantined == region]
             for m in waiting:
                 if m.core is not None and m.region == region:  # hardware-only: still bound
                     m.core, m.region = None, None
                     m.devices.clear()
                 m.quarantined = None
-            self.fabric.unload(region)
-            self._tenancy.repair(region)
+            self._tenancy.blank(region)
             if not waiting:
                 return None
             return self.juggle(to_hardware=waiting[0].service_id)

@@ -13,12 +13,20 @@ the old hardware slots drain, the region is unloaded (unless the entering servic
 For the entering one: the region is programmed, the driver built on it, the proxies switch to
 hardware (state carried onto the virtual devices), the old software slots drain. A leaving
 service whose design was overwritten or unloaded before a later step failed is programmed back.
+
+An undo can fail too (the fault that broke the juggle strikes again while a leaving service is
+programmed back). That service then serves from its software tier, and the juggle settles the
+regions it touched: one that holds a design nobody serves from is unloaded (or, if even that
+fails, discarded: ERROR, to be programmed afresh). A region left in ERROR by a failed programming
+step is the next juggle's to program; only a quarantined core keeps a region out until
+``recover``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +83,11 @@ class Juggler:
 
     def __init__(self, framework: Framework) -> None:
         self.fw = framework
+        self._running_in: int | None = None  # the thread carrying out a juggle now
+
+    def running_here(self) -> bool:
+        """Whether the calling thread is inside a juggle's steps (a driver, a hook)."""
+        return self._running_in == threading.get_ident()
 
     # -- planning ----------------------------------------------------------------------------
 
@@ -107,6 +120,10 @@ class Juggler:
     ) -> JuggleStep:
         """Carry out ``plan``; on any failure undo what was done and raise the error."""
         account = JuggleStep()
+        touched = {m.region for m in leaving if m.region is not None}
+        if entering is not None and plan.region is not None:
+            touched.add(plan.region)
+        outer, self._running_in = self._running_in, threading.get_ident()
         try:
             for m in leaving:
                 self._leave(m, reused=m.region == plan.region, account=account)
@@ -114,8 +131,33 @@ class Juggler:
                 self._enter(entering, plan.region, account)
         except BaseException:
             account.rollback()
+            self.settle(sorted(touched), account)
             raise
+        finally:
+            self._running_in = outer
         return account
+
+    def settle(self, regions: Sequence[str], account: JuggleStep | None = None) -> None:
+        """After an undone juggle (or a stopped service): each of ``regions`` that holds a
+        design no service serves from is unloaded, or discarded (ERROR, to be programmed
+        afresh) when even the unload fails; a region some service serves from is left alone."""
+        serving = {m.region for m in self.fw._services_now() if m.region is not None}
+        for region in regions:
+            if region in serving:
+                continue
+            fabric = self.fw.fabric
+            if fabric.region(region).snapshot().state != "PROGRAMMED":
+                continue  # EMPTY, or ERROR: nothing loaded that anyone could take for served
+            try:
+                fabric.unload(region)
+                note = f"region {region} emptied: no service serves from it"
+            except FabricError as exc:
+                with contextlib.suppress(FabricError):
+                    fabric.discard(region, f"no service serves from it; unloading failed: {exc}")
+                note = f"region {region} discarded (ERROR): unloading failed: {exc}"
+            log.info("juggle: %s", note)
+            if account is not None:
+                account.steps.append(note)
 
     def _leave(self, m: ManagedService, *, reused: bool, account: JuggleStep) -> None:
         region, core = m.region, m.core
@@ -157,7 +199,12 @@ class Juggler:
             return
         m.core = self._program(m, region, account)
         self.fw._enter_region(m, region)
-        m.switch("hardware")
+        try:
+            m.switch("hardware")
+        except BaseException:
+            m.core, m.region = None, None
+            self._unload_quietly(region)
+            raise
 
     def _enter(self, m: ManagedService, region: str, account: JuggleStep) -> None:
         core = self._program(m, region, account)

@@ -535,7 +535,13 @@ class Module:
         self._framework._start_module(self)
 
     def stop(self) -> None:
-        """Unregister the module's services; consumers' proxies then raise on call."""
+        """Unregister the module's services; consumers' proxies then raise on call.
+
+        A juggle running now ends first, then each service in the fabric is taken out (by a
+        juggle; by force if that fails), so no region is left holding the design of a stopped
+        service. Raises :class:`~juggle.errors.ModuleStateError` when the module is not
+        active, or when called from inside a juggle (a driver or hook it runs).
+        """
         self._require(ModuleState.ACTIVE, action="stop")
         self._framework._stop_module(self)
 
@@ -545,7 +551,7 @@ class Module:
         self._framework._update_module(self, path)
 
     def uninstall(self) -> None:
-        """Stop if active, then unload the module's code."""
+        """Stop if active (as :meth:`stop`), then unload the module's code."""
         self._require(ModuleState.INSTALLED, ModuleState.ACTIVE, action="uninstall")
         self._framework._uninstall_module(self)
 

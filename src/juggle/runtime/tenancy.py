@@ -27,7 +27,9 @@ onto it before its next call. Allocator actions are carried out by
 One allocator places every service. Each service with a hardware tier is a device of its task
 index from the moment its module starts (named after its bitstreams' design; the profile's
 ``[[devices]]`` of that name lend frame, preemption and context sizes) and leaves it when the
-module stops. Juggles are commands to the same allocator for the framework's own tenant
+module stops (if one of its devices is running or being placed then, as soon as it no longer
+is); the arbiter then forgets the service: its record, seats, virtual devices and bitstreams.
+Juggles are commands to the same allocator for the framework's own tenant
 (``SYSTEM_TENANT``; :meth:`begin_juggle` / :meth:`end_juggle` around the juggler's steps), so
 they see tenants' regions and tenants see theirs. A juggle-placed service holds its region with
 the highest priority of the tenants among its consumers (below every tenant when none uses it);
@@ -82,6 +84,7 @@ from juggle.errors import (
     PriorityError,
     ServiceUnavailableError,
     TenancyClosedError,
+    UnknownDeviceError,
     UnknownTenantError,
     WaitSignal,
 )
@@ -203,6 +206,7 @@ class TenantArbiter:
         self._tenants: dict[str, _Tenant] = {}
         self._services: dict[int, _Service] = {}
         self._by_device: dict[str, _Service] = {}
+        self._unindexed: dict[int, _Service] = {}  # stopped, device still in the index
         self._seats: dict[tuple[str, str], Seat] = {}
         self._devices: dict[tuple[str, int], VirtualDevice] = {}
         self._classes: dict[type, type[VirtualDevice]] = {}
@@ -358,7 +362,7 @@ class TenantArbiter:
         design = next(iter(hw.bitstreams.values()))[0].design
         with self._cond:
             self._check_open()
-            taken = {s.device for s in self._services.values() if not s.gone}
+            taken = {d.name for d in self._alloc.index.devices} | set(self._by_device)
             device = design if design not in taken else f"{design}-{managed.service_id}"
             svc = _Service(
                 managed.service_id,
@@ -381,19 +385,48 @@ class TenantArbiter:
     def forget(self, service_id: int) -> None:
         """The service stopped (the framework took it out of the fabric first): later calls
         of its virtual devices raise :class:`~juggle.errors.ServiceUnavailableError`, waiting
-        requests are withdrawn and its device leaves the index."""
+        requests are withdrawn, its device leaves the index and the arbiter forgets it. A
+        device running a call or being placed leaves when that ends (see :meth:`_sweep`)."""
         with self._cond:
             svc = self._services.get(service_id)
             if svc is None or svc.gone:
                 return
             svc.gone = True
+            self._unindexed[service_id] = svc
+            self._sweep()
+            if service_id in self._unindexed:
+                log.info("tenancy: device %s leaves the index when its work ends", svc.device)
+            self._bump()
+        self._flush()
+
+    def _sweep(self) -> None:
+        """Under the lock: devices of stopped services leave the index once none of their
+        virtual devices runs or is being placed; their services are forgotten."""
+        for svc in list(self._unindexed.values()):
             if not self._closed:
                 try:
                     self._execute(self._alloc.remove_device(svc.device, self._now()))
-                except AllocatorError as exc:  # a call still runs: its region stays booked
-                    log.warning("tenancy: device %s stays indexed: %s", svc.device, exc)
-            self._bump()
-        self._flush()
+                except UnknownDeviceError:
+                    pass  # dropped already
+                except AllocatorError:
+                    continue  # a call still runs, or a placement: its region stays booked
+            self._purge(svc)
+
+    def _purge(self, svc: _Service) -> None:
+        """Under the lock: forget stopped ``svc``, whose device left the index: its record,
+        seats, virtual devices, and its interface's class if no other service has it."""
+        self._unindexed.pop(svc.service_id, None)
+        if self._services.get(svc.service_id) is svc:
+            del self._services[svc.service_id]
+        if self._by_device.get(svc.device) is svc:
+            del self._by_device[svc.device]
+        for key in [k for k in self._seats if k[1] == svc.device]:
+            del self._seats[key]
+        for vkey in [k for k in self._devices if k[1] == svc.service_id]:
+            del self._devices[vkey]
+        interface = svc.managed.interface
+        if all(s.managed.interface is not interface for s in self._services.values()):
+            self._classes.pop(interface, None)
 
     def virtual_device(self, managed: ManagedService, consumer: str) -> VirtualDevice:
         """The virtual device of tenant ``consumer`` for arbitrated service ``managed``.
@@ -416,7 +449,7 @@ class TenantArbiter:
                     cls = self._classes[managed.interface] = virtual_device_class(
                         managed.interface, managed.interface_name
                     )
-                device = cls(self, consumer, self._services[sid].device, sid)
+                device = cls(self, consumer, self._live_service(sid).device, sid)
                 self._devices[(consumer, sid)] = device
             return device
 
@@ -510,6 +543,8 @@ class TenantArbiter:
                     log.error("finish(%s, %s) refused: %s", seat.tenant, seat.device, exc)
                 if seat.gone:  # given back during the call
                     self._let_seat_go(seat.tenant, seat.device)
+                if self._unindexed:
+                    self._sweep()
             self._bump()
         self._flush()
 
@@ -678,6 +713,7 @@ class TenantArbiter:
         or :class:`~juggle.errors.TenancyClosedError`."""
         with self._cond:
             self._check_open()
+            self._reprogrammable()
             ent = self._view(entering) if entering is not None else None
             prio, preemptible = (
                 self._standing(self._services[entering.service_id])
@@ -696,19 +732,95 @@ class TenantArbiter:
         self._flush()
         return ticket
 
+    def _reprogrammable(self) -> None:
+        """Under the lock: regions in Error whose fabric region is not quarantined (a failed
+        programming step, here or in a tenant's placement) are free again: the juggle about
+        to be planned may program them, which is their recovery."""
+        fabric = self._fw.fabric
+        for region in fabric.region_names():
+            if self._alloc.region_state(region) is RegionState.ERROR and (
+                not fabric.region(region).snapshot().quarantined
+            ):
+                self._execute(self._alloc.repair(region, self._now()))
+
     def end_juggle(self, ticket: JuggleTicket, *, ok: bool) -> None:
-        """The framework carried ``ticket`` out (``ok``) or undid it; regions that ended in
-        ERROR on the fabric are reported as faulted."""
-        faulted: list[str] = []
-        if not ok:  # a step failed: some region may have ended in ERROR
-            regions = {slot.name for _, slot, _, _ in ticket.legs}
+        """The framework carried ``ticket`` out (``ok``) or undid it. Undone, the regions it
+        touched are settled against the fabric: one whose core was quarantined enters Error
+        (out of use until recovered); one whose programming failed, or that the undo did not
+        give back to the service that left it (the undo failed too), is blank and free for
+        the next juggle, which programs it afresh."""
+        regions: list[str] = []
+        quarantined: list[str] = []
+        if not ok:
+            touched = {slot.name for _, slot, _, _ in ticket.legs}
             if ticket.region is not None:
-                regions.add(ticket.region)
+                touched.add(ticket.region)
+            regions = sorted(touched)
             fabric = self._fw.fabric
-            faulted = [r for r in regions if fabric.region(r).snapshot().state == "ERROR"]
+            quarantined = [r for r in regions if fabric.region(r).snapshot().quarantined]
         with self._cond:
             if not self._closed:
-                self._execute(self._alloc.juggled(ticket, self._now(), ok=ok, faulted=faulted))
+                now = self._now()
+                self._execute(self._alloc.juggled(ticket, now, ok=ok, faulted=quarantined))
+                for region in regions:
+                    if region not in quarantined:
+                        self._settle(region)
+                if self._unindexed:
+                    self._sweep()
+        self._flush()
+
+    def _settle(self, region: str) -> None:
+        """Under the lock: the framework's ``region`` (no tenant's) agrees with who serves
+        from it: in Error (a failed programming step) or counted as held by a juggle-placed
+        service that does not serve from it, it becomes blank and free (Idle, no design)."""
+        alloc = self._alloc
+        state = alloc.region_state(region)
+        if state is not RegionState.ERROR:
+            holder = self._system_client(region)
+            if holder is None or holder.managed.region == region:
+                return  # free, or its service serves from it
+            self._execute(alloc.fault(region, self._now()))
+        self._execute(alloc.repair(region, self._now()))
+
+    def _system_client(self, region: str) -> _Service | None:
+        """Under the lock: the juggle-placed service the allocator counts in ``region``."""
+        for svc in self._services.values():
+            if not svc.arbitrated and (
+                self._alloc.connected_region(SYSTEM_TENANT, svc.device) == region
+            ):
+                return svc
+        return None
+
+    def holder(self, region: str) -> str | None:
+        """Who holds ``region`` apart from the framework's own juggle-placed services: a
+        tenant's device connected, held or being placed there, or a placement in progress
+        (None: nobody, or a juggle-placed service)."""
+        with self._cond:
+            if self._closed:
+                return None
+            snap = next(r for r in self._alloc.statistics().regions if r.name == region)
+        for label in (snap.client, snap.incoming):
+            if label is not None and not label.startswith(f"{SYSTEM_TENANT}/"):
+                return f"tenant device {label} ({snap.state})"
+        if snap.state in ("Preempt", "Switch", "Reconfig"):
+            return f"a placement in progress ({snap.state})"
+        return None
+
+    def blank(self, region: str) -> None:
+        """The framework emptied ``region`` (a recovery, a stopped service taken out by force):
+        whatever the allocator counted in it is disconnected without saving (the core is gone)
+        and the region is Idle with no design. Call it only for a region :meth:`holder` says
+        no tenant holds."""
+        with self._cond:
+            if self._closed:
+                return
+            alloc, now = self._alloc, self._now()
+            if alloc.region_state(region) in (RegionState.BUSY, RegionState.IDLE, RegionState.HOLD):
+                self._execute(alloc.fault(region, now))
+            if alloc.region_state(region) is RegionState.ERROR:
+                self._execute(alloc.repair(region, now))
+            if self._unindexed:
+                self._sweep()
         self._flush()
 
     def fault(self, region: str) -> None:
@@ -827,6 +939,8 @@ class TenantArbiter:
                         self._pin(svc)
                 except AllocatorError as exc:  # pragma: no cover - an invariant broke
                     log.error("tenancy: %s of %s in %s refused: %s", kind, device, region, exc)
+                if self._unindexed:
+                    self._sweep()
             self._bump()
 
     def _drop(self, device: str) -> None:
@@ -836,6 +950,9 @@ class TenantArbiter:
             if self._alloc.device_state(name, device) is _CONNECTED:
                 self._execute(self._alloc.release(name, device, now))
         self._execute(self._alloc.remove_device(device, now))
+        svc = self._by_device.get(device)
+        if svc is not None and svc.gone:
+            self._purge(svc)
 
     def _pin(self, svc: _Service) -> None:
         """Under the lock: the service placed back computes until it leaves (Hold → Busy)."""

@@ -24,12 +24,14 @@ from juggle.daemon.client import (
 from juggle.daemon.errors import (
     AccessDeniedError,
     DaemonError,
+    DaemonIdentityError,
     DaemonShuttingDownError,
     DaemonUnavailableError,
     PolicyError,
     ProtocolError,
     QuotaExceededError,
     RemoteError,
+    UnsafePathError,
 )
 from juggle.daemon.paths import default_socket_path
 from juggle.daemon.server import Daemon
@@ -40,6 +42,7 @@ __all__ = [
     "Client",
     "Daemon",
     "DaemonError",
+    "DaemonIdentityError",
     "DaemonShuttingDownError",
     "DaemonUnavailableError",
     "PolicyError",
@@ -49,6 +52,7 @@ __all__ = [
     "RemoteProxy",
     "RemoteSignalChannel",
     "SharedBuffer",
+    "UnsafePathError",
     "connect",
     "default_socket_path",
 ]

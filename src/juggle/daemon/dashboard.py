@@ -11,7 +11,6 @@ dashboard's host.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import secrets
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from juggle.daemon.errors import DashboardError
+from juggle.daemon.safefs import open_regular_nofollow
 
 if TYPE_CHECKING:
     import uvicorn
@@ -66,7 +66,8 @@ def admin_token(state_dir: str | Path) -> str:
     is written there first when the file does not exist (created with ``O_EXCL``, mode 0600).
 
     Raises :class:`DashboardError` (naming the path) for a file that is not a regular file of
-    this uid, is readable or writable by its group or others, or holds no token.
+    this uid (a symbolic link is refused, not followed; a FIFO is refused at once, it cannot
+    hang the start), is readable or writable by its group or others, or holds no token.
     """
     path = Path(state_dir) / TOKEN_FILE
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -87,21 +88,14 @@ def admin_token(state_dir: str | Path) -> str:
 
 
 def _read_token(path: Path) -> str:
+    # O_NOFOLLOW | O_NONBLOCK: a symbolic link is refused, a FIFO cannot hang the start; the
+    # kind, owner and mode are those of the opened descriptor.
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        why = "it is a symbolic link" if exc.errno == errno.ELOOP else str(exc)
-        raise DashboardError(f"cannot read the token file {str(path)!r}: {why}", path) from None
+        fd = open_regular_nofollow(path, forbid=0o022, error=DashboardError)
+    except FileNotFoundError:
+        raise DashboardError(f"the token file {str(path)!r} vanished while read", path) from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DashboardError(f"the token file {str(path)!r} is not a regular file", path)
-        if info.st_uid != os.getuid():
-            raise DashboardError(
-                f"the token file {str(path)!r} belongs to uid {info.st_uid}, not to the "
-                f"daemon's uid {os.getuid()}",
-                path,
-            )
         mode = stat.S_IMODE(info.st_mode)
         if mode & 0o077:
             raise DashboardError(

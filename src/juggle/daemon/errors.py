@@ -21,15 +21,18 @@ from juggle.errors import (
 __all__ = [
     "AccessDeniedError",
     "DaemonError",
+    "DaemonIdentityError",
     "DaemonShuttingDownError",
     "DaemonUnavailableError",
     "DashboardError",
+    "LimitExceededError",
     "PolicyError",
     "ProtocolError",
     "QuotaExceededError",
     "RegionQuotaExceededError",
     "RemoteError",
     "SpinLimitError",
+    "UnsafePathError",
 ]
 
 
@@ -48,3 +51,24 @@ class DashboardError(DaemonError, ConfigurationError):
 class SpinLimitError(DaemonError, ConfigurationError):
     """A spin bound (``spin_us`` of the client, ``--spin-us`` of the daemon) that is not a
     number of microseconds in 0..1000; ``subject``: the value."""
+
+
+class UnsafePathError(DaemonError, ConfigurationError):
+    """A file or folder the daemon would trust is not safe to trust: owned by another uid,
+    writable by its group or others, a symbolic link, not a regular file (a FIFO, a device),
+    hard-linked elsewhere, or larger than its bound; ``subject``: the path. Nothing was
+    read from it or written to it."""
+
+
+class DaemonIdentityError(DaemonError, PermissionError):
+    """The process listening on the socket is not the expected daemon: its uid
+    (``SO_PEERCRED``) is not the one the client expects (root or the socket folder's owner by
+    default, else ``daemon_uid`` / ``$JUGGLE_DAEMON_UID`` / ``--daemon-uid``); nothing was
+    sent to it. ``subject``: the socket path."""
+
+
+class LimitExceededError(QuotaExceededError):
+    """A request would take a tenant, or the daemon as a whole, past one of the policy's
+    ``[limits]`` (descriptors, connections, shared-memory segments, queued reply bytes, frame
+    size): the request is refused (a connection over the limit gets this error and is
+    closed) and nothing else changes. ``subject``: ``(limit name, value)``."""

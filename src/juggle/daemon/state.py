@@ -9,6 +9,16 @@ Layout (created with mode 0700)::
 
 Files are replaced atomically (write, fsync, rename), so a daemon killed at any moment finds
 either the old or the new manifest.
+
+Nothing found here is trusted on sight (see :mod:`juggle.daemon.safefs`): the directory and
+``modules/`` must belong to the daemon's uid and not be writable by group or others, and every
+file is opened with ``O_NOFOLLOW`` and judged by ``fstat`` of the opened descriptor (a regular
+file of the daemon's uid, not group/other-writable; the lock file with one link only), else
+:class:`~juggle.daemon.errors.UnsafePathError` naming the path, owner and mode. A symbolic
+link planted as ``daemon.lock`` is refused, never followed or truncated; a ``modules.json``
+planted by another uid is refused, never installed from. Once the lock is held, what a daemon
+killed mid-install left behind (a copy under ``modules/`` that ``modules.json`` does not
+record, a temporary file of an atomic write) is removed.
 """
 
 from __future__ import annotations
@@ -16,19 +26,26 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import shutil
+import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from juggle.daemon.errors import DaemonError
+from juggle.daemon.errors import DaemonError, UnsafePathError
+from juggle.daemon.safefs import check_private_dir, open_regular_nofollow, read_regular_file
 from juggle.runtime.integrity import replace_file
 
 __all__ = ["ModuleEntry", "StateDir"]
 
+log = logging.getLogger("juggle.daemon")
+
 MANIFEST = "modules.json"
 POLICY = "policy.toml"
 LOCK = "daemon.lock"
+#: A manifest larger than this is refused (it lists module paths: a few hundred bytes each).
+MAX_MANIFEST_BYTES = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +67,31 @@ class StateDir:
     """The state directory at ``root`` (created if missing)."""
 
     def __init__(self, root: str | Path) -> None:
-        self.root = Path(root).resolve()
-        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        """Raises :class:`UnsafePathError` (naming the path, owner and mode) when the
+        directory or its ``modules/`` is not the daemon's own: another owner, or writable by
+        group or others (or ``root`` is a symbolic link another uid planted)."""
+        given = Path(root)
+        with contextlib.suppress(OSError):
+            link = given.lstat()
+            if stat.S_ISLNK(link.st_mode) and link.st_uid not in (0, os.geteuid()):
+                raise UnsafePathError(
+                    f"the state directory {str(given)!r} is a symbolic link of another user "
+                    f"(owner uid {link.st_uid}): refused, not followed",
+                    str(given),
+                )
+        self.root = given.resolve()
+        try:
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UnsafePathError(
+                f"cannot create the state directory {str(self.root)!r}: {exc.strerror}",
+                str(self.root),
+            ) from None
+        check_private_dir(self.root)
         self.modules = self.root / "modules"
-        self.modules.mkdir(mode=0o700, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            self.modules.mkdir(mode=0o700)
+        check_private_dir(self.modules)
         self._lock_fd: int | None = None
 
     @property
@@ -62,9 +100,14 @@ class StateDir:
         return self.root / POLICY
 
     def lock(self) -> None:
-        """Hold the directory for this process. Raises :class:`DaemonError` when another
-        daemon holds it."""
-        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        """Hold the directory for this process, then remove what a killed daemon left behind
+        (:meth:`clean`). Raises :class:`DaemonError` when another daemon holds it,
+        :class:`UnsafePathError` when the directory, the lock file (a symbolic link, not a
+        regular file, another owner, another file's hard link) or the manifest is not the
+        daemon's own; nothing is written then."""
+        check_private_dir(self.root)
+        check_private_dir(self.modules)
+        fd = open_regular_nofollow(self.root / LOCK, os.O_RDWR | os.O_CREAT, single_link=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -73,9 +116,51 @@ class StateDir:
                 f"state directory {str(self.root)!r} is in use by another daemon",
                 str(self.root),
             ) from None
+        try:
+            self.clean()
+        except BaseException:
+            os.close(fd)
+            raise
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
+
+    def clean(self) -> list[str]:
+        """Remove the copies under ``modules/`` that the manifest does not record (a daemon
+        killed during an install leaves one) and temporary files of interrupted atomic writes;
+        their names. Call it holding the lock. Raises :class:`UnsafePathError` for a manifest
+        that is not the daemon's own, or a recorded copy owned by another uid."""
+        recorded = {e.path.split("/", 1)[0] for e in self.entries()}
+        removed = []
+        for child in sorted(self.modules.iterdir()):
+            info = child.lstat()
+            if child.name in recorded:
+                if info.st_uid != os.geteuid():
+                    raise UnsafePathError(
+                        f"the module copy {str(child)!r} belongs to another user "
+                        f"(owner uid {info.st_uid}, mode {info.st_mode & 0o7777:04o})",
+                        str(child),
+                    )
+                continue
+            self._remove(child)
+            removed.append(f"modules/{child.name}")
+        for child in sorted(self.root.iterdir()):
+            if child.name.startswith((f".{MANIFEST}.", f".{POLICY}.")) and child.name.endswith(
+                ".tmp"
+            ):
+                self._remove(child)
+                removed.append(child.name)
+        if removed:
+            log.warning("state directory %s: removed crash leftovers %s", self.root, removed)
+        return removed
+
+    @staticmethod
+    def _remove(path: Path) -> None:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)  # fd-based: follows no symbolic link
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     def unlock(self) -> None:
         """Let the directory go."""
@@ -86,14 +171,21 @@ class StateDir:
     # -- modules ---------------------------------------------------------------------------
 
     def entries(self) -> list[ModuleEntry]:
-        """The installed modules, in install order (an unreadable manifest reads as none)."""
+        """The installed modules, in install order (a missing or malformed manifest reads as
+        none). Raises :class:`UnsafePathError` for a manifest that is not the daemon's own (a
+        symbolic link, not a regular file, another owner, group/other-writable, too large):
+        a planted manifest never names what the daemon installs."""
         try:
-            data = json.loads((self.root / MANIFEST).read_text(encoding="utf-8"))
+            raw = read_regular_file(self.root / MANIFEST, MAX_MANIFEST_BYTES)
+        except FileNotFoundError:
+            return []
+        try:
+            data = json.loads(raw.decode("utf-8"))
             return [
                 ModuleEntry(str(e["path"]), e.get("name"), bool(e.get("started", True)))
                 for e in data
             ]
-        except (OSError, ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, AttributeError):
             return []
 
     def _save(self, entries: list[ModuleEntry]) -> None:

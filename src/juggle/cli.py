@@ -297,9 +297,26 @@ ConnectOpt = Annotated[
 ]
 
 
+DaemonUidOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--daemon-uid",
+        help="With --connect: the uid (or user name) the daemon must run as; a process of "
+        "another uid on the socket is refused before anything is sent (default: "
+        "$JUGGLE_DAEMON_UID, else root or the socket folder's owner).",
+    ),
+]
+
+
 @app.callback()
-def _root(ctx: typer.Context, connect: ConnectOpt = None) -> None:
+def _root(ctx: typer.Context, connect: ConnectOpt = None, daemon_uid: DaemonUidOpt = None) -> None:
     """Co-manage software, native and FPGA implementations of services."""
+    if daemon_uid is not None:
+        import os
+
+        from juggle.daemon.client import DAEMON_UID_ENV, expected_daemon_uid
+
+        os.environ[DAEMON_UID_ENV] = str(expected_daemon_uid(daemon_uid))
     ctx.obj = {"connect": connect}
 
 
@@ -364,6 +381,13 @@ def juggle_command(
 def tier(ctx: typer.Context, service_id: int, tier: str, json_out: JsonOpt = True) -> None:
     """Serve SERVICE_ID from TIER in the daemon (with --connect; admin)."""
     _remote(ctx, "tier", service_id=service_id, tier=tier)
+
+
+@app.command()
+def recover(ctx: typer.Context, region: str, json_out: JsonOpt = True) -> None:
+    """Clear quarantined REGION in the daemon and put its service back (with --connect;
+    admin; the daemon logs an audit line)."""
+    _remote(ctx, "recover", region=region)
 
 
 def _register_scenarios() -> None:

@@ -248,3 +248,78 @@ def test_daemon_bench_quick_reports_its_figures() -> None:
     }
     assert all(value > 0 for value in figures.values())
     assert figures["daemon_call_us_p50"] >= figures["daemon_ping_us_p50"] * 0.5
+
+
+# -- protocol strictness (issue 19) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [True, 1.0, "1", 2, None])
+def test_version_must_be_the_integer_1(version: Any) -> None:
+    message = {"v": version, "id": 3, "op": "ping"}
+    if version is None:
+        del message["v"]
+    for trusted in (False, True):
+        with pytest.raises(ProtocolError, match="protocol version") as info:
+            unpack(pack(message), trusted=trusted)
+        assert repr(version)[:20] in str(info.value)
+    with pytest.raises(ProtocolError, match="protocol version"):
+        parse_request(pack(message))
+    assert parse_request(pack({"v": 1, "id": 3, "op": "ping"}))["v"] == 1
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"v": 1, "id": 3, "op": "ping", b"extra": 1},  # at the top
+        {"v": 1, "id": 3, "op": "call", "h": 1, "m": "f", "kw": {b"key": 1}},  # nested
+        {"v": 1, "id": 3, "op": "call", "h": 1, "m": "f", "args": [[{b"deep": 2}]]},
+    ],
+)
+def test_binary_map_keys_are_refused_naming_the_key(message: dict[Any, Any]) -> None:
+    payload = msgpack.packb(message, use_bin_type=True)
+    with pytest.raises(ProtocolError, match="keys must be strings") as info:
+        parse_request(payload)
+    assert "b'" in str(info.value)
+    assert isinstance(info.value.subject, bytes)
+
+
+def test_other_map_keys_are_refused_and_the_trusted_side_keeps_them() -> None:
+    payload = msgpack.packb({"v": 1, "id": 3, "op": "ping", "m": {1: 2}})
+    with pytest.raises(ProtocolError, match="map key"):
+        parse_request(payload)
+    assert unpack(payload, trusted=True)["m"] == {1: 2}
+    binary = msgpack.packb({"v": 1, "id": 0, "ok": {b"k": 1}}, use_bin_type=True)
+    assert unpack(binary, trusted=True)["ok"] == {b"k": 1}
+
+
+def test_decoding_a_request_is_bounded_before_it_allocates() -> None:
+    from juggle.daemon.protocol import MAX_ARRAY_LEN, MAX_MAP_LEN
+
+    head = {"v": 1, "id": 3, "op": "ping"}
+    # one container too long: refused at its header
+    with pytest.raises(ProtocolError, match="max_array_len"):
+        parse_request(pack({**head, "x": [0] * (MAX_ARRAY_LEN + 1)}))
+    with pytest.raises(ProtocolError, match="max_map_len"):
+        parse_request(pack({**head, "x": {str(i): 0 for i in range(MAX_MAP_LEN + 1)}}))
+    # many containers within their bounds: refused once their elements pass the budget
+    with pytest.raises(ProtocolError, match="too many elements"):
+        parse_request(pack({**head, "x": [[{}] * MAX_ARRAY_LEN] * 600}))
+    wide = {f"k{i}": 0 for i in range(MAX_MAP_LEN)}  # the elements in maps, not lists
+    with pytest.raises(ProtocolError, match="too many elements"):
+        parse_request(pack({**head, "x": [wide] * 200}))
+    # a large frame of a few big values passes, and a small one with all containers allowed
+    big = parse_request(pack({**head, "x": [b"\0" * (1 << 20)] * 4}))
+    assert len(big["x"]) == 4
+    small = parse_request(pack({**head, "x": [[1] * 64] * 64, "y": {"a": {"b": [{}]}}}))
+    assert small["y"] == {"a": {"b": [{}]}}
+
+
+def test_shared_memory_references_are_bounded() -> None:
+    ok = msgpack.packb(
+        {"v": 1, "id": 3, "op": "call", "args": [msgpack.ExtType(2, msgpack.packb([1, 0, 8]))]}
+    )
+    assert parse_request(ok)["args"] == [ShmRef(1, 0, 8)]
+    maps = msgpack.packb([{}] * 100_000)  # a reference's body stuffed with maps
+    bad = msgpack.packb({"v": 1, "id": 3, "op": "call", "args": [msgpack.ExtType(2, maps)]})
+    with pytest.raises(ProtocolError, match="shared-memory reference"):
+        parse_request(bad)

@@ -34,6 +34,7 @@ import mmap
 import os
 import select
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -43,6 +44,7 @@ from typing import Any
 
 from juggle.daemon.errors import (
     AccessDeniedError,
+    DaemonIdentityError,
     DaemonShuttingDownError,
     DaemonUnavailableError,
     ProtocolError,
@@ -126,6 +128,14 @@ class _Segment:
         anchor = ctypes.c_char.from_buffer(mm)
         self.base = ctypes.addressof(anchor)
         del anchor  # releases the export again
+
+
+def _readable(sock: socket.socket, timeout_s: float) -> bool:
+    """Whether ``sock`` becomes readable within ``timeout_s`` (``poll``: any descriptor
+    number, where ``select()`` fails past 1,023)."""
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(max(0, int(timeout_s * 1000 + 0.999))))
 
 
 def _address(view: memoryview) -> int:
@@ -236,7 +246,7 @@ class _Link:
                     continue
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0 or not select.select([self.sock], [], [], remaining)[0]:
+                    if remaining <= 0 or not _readable(self.sock, remaining):
                         return
                 if not self._recv():
                     break
@@ -723,9 +733,11 @@ class Client:
         call_timeout: float | None = None,
         shm_threshold: int = DEFAULT_SHM_THRESHOLD,
         spin_us: float = DEFAULT_SPIN_US,
+        daemon_uid: int | str | None = None,
     ) -> None:
         self.spin_us = check_spin_us(spin_us)
         self.path = Path(path) if path is not None else default_socket_path()
+        self.daemon_uid = expected_daemon_uid(daemon_uid)
         self.retry = retry
         self.timeout = timeout
         self.call_timeout = call_timeout
@@ -776,6 +788,27 @@ class Client:
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
 
+    def _check_daemon(self, sock: socket.socket) -> None:
+        """Check the credentials of the process listening (``SO_PEERCRED``, given by the
+        kernel at connect) against :attr:`daemon_uid` (None: root or the owner of the socket's
+        folder). Raises :class:`DaemonIdentityError` naming both uids and the peer's pid."""
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid, uid, _gid = struct.unpack("3i", raw)
+        if self.daemon_uid is not None:
+            expected = {self.daemon_uid}
+        else:
+            expected = {0}
+            with contextlib.suppress(OSError):
+                expected.add(os.stat(self.path.parent).st_uid)
+        if uid not in expected:
+            wanted = " or ".join(str(u) for u in sorted(expected))
+            raise DaemonIdentityError(
+                f"the process listening on {self.path} (pid {pid}) runs as uid {uid}, not as "
+                f"the expected daemon uid {wanted}: refused, nothing was sent to it (set the "
+                "daemon's uid with daemon_uid=, $JUGGLE_DAEMON_UID or --daemon-uid)",
+                str(self.path),
+            )
+
     def _try_open(self) -> _Link:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
@@ -794,6 +827,11 @@ class Client:
             raise DaemonUnavailableError(
                 f"cannot connect to {self.path}: {exc}", str(self.path)
             ) from None
+        try:
+            self._check_daemon(sock)  # before a byte is sent, or the greeting read
+        except BaseException:
+            sock.close()
+            raise
         try:
             return _Link(self, sock, self.timeout)
         except DaemonShuttingDownError:
@@ -940,6 +978,13 @@ class Client:
         """Make the daemon read its tenant policy again. Admins only."""
         return dict(self._ok("reload_policy"))
 
+    def recover(self, region: str) -> JuggleReport | None:
+        """:meth:`juggle.Framework.recover` in the daemon: clear quarantined ``region`` and
+        put back the service that failed there; that juggle's report (None: nothing to put
+        back). Admins only (:class:`AccessDeniedError`); the daemon logs an audit line."""
+        report = self._ok("recover", region=region)
+        return None if report is None else from_wire(JuggleReport, report)
+
     # -- lifecycle -------------------------------------------------------------------------
 
     @property
@@ -977,6 +1022,7 @@ def connect(
     call_timeout: float | None = None,
     shm_threshold: int = DEFAULT_SHM_THRESHOLD,
     spin_us: float = DEFAULT_SPIN_US,
+    daemon_uid: int | str | None = None,
 ) -> Client:
     """Connect to the juggle daemon at ``path`` (default: ``$JUGGLE_SOCKET``, else
     ``$XDG_RUNTIME_DIR/juggle/juggle.sock``, else ``/run/juggle/juggle.sock``).
@@ -988,6 +1034,12 @@ def connect(
     :class:`~juggle.daemon.errors.SpinLimitError` for another bound,
     :class:`DaemonUnavailableError` (nobody listens) and
     :class:`AccessDeniedError` (the daemon's policy refuses this uid).
+
+    ``daemon_uid`` (a uid or user name; default: ``$JUGGLE_DAEMON_UID``, else root or the
+    owner of the socket's folder): the uid the daemon must run as. The client checks the
+    listening process's credentials (``SO_PEERCRED``) at every connect, before it sends a
+    byte, and raises :class:`DaemonIdentityError` (naming both uids and the pid) for another:
+    a process that took the socket path is never sent a request, a key or a buffer.
     """
     return Client(
         path,
@@ -996,4 +1048,39 @@ def connect(
         call_timeout=call_timeout,
         shm_threshold=shm_threshold,
         spin_us=spin_us,
+        daemon_uid=daemon_uid,
     )
+
+
+#: Environment variable naming the uid (or user name) the daemon must run as.
+DAEMON_UID_ENV = "JUGGLE_DAEMON_UID"
+
+
+def expected_daemon_uid(value: int | str | None = None) -> int | None:
+    """The uid ``value`` names (a uid or a user name; None: ``$JUGGLE_DAEMON_UID``, else
+    None for the default: root or the socket folder's owner). Raises
+    :class:`DaemonIdentityError` naming a value that is no uid or known user."""
+    if value is None:
+        value = os.environ.get(DAEMON_UID_ENV) or None
+        if value is None:
+            return None
+    if isinstance(value, bool):
+        raise DaemonIdentityError(f"daemon uid {value!r} is not a uid or user name", value)
+    if isinstance(value, int):
+        uid = value
+    else:
+        text = value.strip()
+        if text.isdigit():
+            uid = int(text)
+        else:
+            import pwd
+
+            try:
+                uid = pwd.getpwnam(text).pw_uid
+            except KeyError:
+                raise DaemonIdentityError(
+                    f"daemon uid {value!r} is not a uid or user name", value
+                ) from None
+    if not 0 <= uid < 2**32 - 1:
+        raise DaemonIdentityError(f"daemon uid {value!r} is out of range", value)
+    return uid

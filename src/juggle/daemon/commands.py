@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "tier": "serve service_id from tier (admin)",
     "install": "install the module at path (admin)",
     "reload-policy": "read the tenant policy again (admin)",
+    "recover": "clear quarantined region and put its service back (admin; audited)",
 }
 
 
@@ -40,6 +41,7 @@ def run_remote(
     to_hardware: int | None = None,
     to_software: Sequence[int] = (),
     module: str | Path | None = None,
+    region: str | None = None,
     timeout: float = 5.0,
 ) -> Any:
     """Run ``command`` (one of :data:`COMMANDS`) on the daemon at ``path`` (None: the default
@@ -50,6 +52,9 @@ def run_remote(
             f"unknown daemon command {command!r} (one of: {', '.join(COMMANDS)})", command
         )
     with connect(path, timeout=timeout) as client:
+        if command == "recover":
+            report = client.recover(_need(region, "a region", command))
+            return None if report is None else to_wire(report)
         return _run(client, command, service_id, tier, to_hardware, to_software, module)
 
 

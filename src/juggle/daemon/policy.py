@@ -21,10 +21,20 @@ is TOML, validated with pydantic::
     max_services = 8                 # quota: proxies held at once (default: unlimited)
     max_regions = 1                  # quota: fabric regions held at once (default: unlimited)
     admin = false                    # this tenant may run admin operations
+    max_connections = 16             # limits of this tenant (default: [limits] tenant_max_*)
+    share_state = "mail"             # tenants of one group use one another's service state
+
+    [limits]                         # bounds of the daemon (see :class:`LimitsTable`)
+    max_descriptors = 896            # all tenants together (default: from RLIMIT_NOFILE)
+    tenant_max_connections = 56      # each tenant, unless its entry says otherwise
 
 A peer matched by no tenant is refused, unless it is an admin (then it connects as
 ``admin:<user>``, a consumer that is no tenant). Without a policy file only the daemon's own
 uid may connect, as admin, under its user name.
+
+Service state (a loaded key) belongs to the tenant that set it: another tenant's calls never use
+it, connected or not. ``share_state`` names a group: the tenants that name the same group use
+one another's state, as one tenant's connections do (see docs/daemon.md, "Whose state").
 """
 
 from __future__ import annotations
@@ -48,6 +58,10 @@ from juggle.errors import FilterSyntaxError
 from juggle.runtime.ldapfilter import parse_filter
 
 __all__ = [
+    "Limits",
+    "LimitsTable",
+    "TenantLimits",
+    "default_limits",
     "MAX_POLICY_BYTES",
     "AccessPolicy",
     "Identity",
@@ -105,13 +119,26 @@ class TenantRule(BaseModel):
     calls_per_s: float | None = Field(default=None, gt=0)
     max_services: int | None = Field(default=None, ge=1)
     max_regions: int | None = Field(default=None, ge=1)
+    max_descriptors: int | None = Field(default=None, ge=1)
+    max_connections: int | None = Field(default=None, ge=1)
+    max_segments: int | None = Field(default=None, ge=0)
+    max_queued_bytes: int | None = Field(default=None, ge=1 << 16)
+    max_frame_bytes: int | None = Field(default=None, ge=1 << 10, le=1 << 31)
     admin: bool = False
+    share_state: str | None = None
 
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
         if not _NAME.match(value):
             raise ValueError(f"tenant name {value!r} must match [A-Za-z0-9_.-]{{1,64}}")
+        return value
+
+    @field_validator("share_state")
+    @classmethod
+    def _share_state(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME.match(value):
+            raise ValueError(f"share_state group {value!r} must match [A-Za-z0-9_.-]{{1,64}}")
         return value
 
     @field_validator("uids")
@@ -143,6 +170,110 @@ class TenantRule(BaseModel):
         return self
 
 
+class LimitsTable(BaseModel):
+    """The ``[limits]`` table: bounds on what the daemon holds for all tenants together
+    (``max_*``), for each tenant (``tenant_max_*``, unless its ``[[tenants]]`` entry sets its
+    own ``max_*``) and for each connection (``connection_max_*``). A field left out takes its
+    default from the daemon's ``RLIMIT_NOFILE`` at start (:func:`default_limits`).
+
+    Descriptors are connections plus shared-memory segments (each segment keeps one in the
+    daemon); queued bytes are replies a client has not read yet; frame bytes bound one request's
+    payload (and so, through msgpack's limits, what decoding it may allocate).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_descriptors: int | None = Field(default=None, ge=1)
+    max_connections: int | None = Field(default=None, ge=1)
+    max_segments: int | None = Field(default=None, ge=0)
+    max_queued_bytes: int | None = Field(default=None, ge=1 << 16)
+    max_frame_bytes: int | None = Field(default=None, ge=1 << 10, le=1 << 31)
+    tenant_max_descriptors: int | None = Field(default=None, ge=1)
+    tenant_max_connections: int | None = Field(default=None, ge=1)
+    tenant_max_segments: int | None = Field(default=None, ge=0)
+    tenant_max_queued_bytes: int | None = Field(default=None, ge=1 << 16)
+    tenant_max_frame_bytes: int | None = Field(default=None, ge=1 << 10, le=1 << 31)
+    connection_max_segments: int | None = Field(default=None, ge=0)
+    connection_max_queued_bytes: int | None = Field(default=None, ge=1 << 16)
+
+
+@dataclass(frozen=True, slots=True)
+class TenantLimits:
+    """What one tenant (all its connections together) may hold at once."""
+
+    descriptors: int
+    connections: int
+    segments: int
+    queued_bytes: int
+    frame_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The daemon's bounds in force: for all tenants together, each tenant's default, and
+    each connection's."""
+
+    descriptors: int
+    connections: int
+    segments: int
+    queued_bytes: int
+    frame_bytes: int
+    tenant: TenantLimits
+    connection_segments: int
+    connection_queued_bytes: int
+
+    def for_identity(self, ident: Identity) -> TenantLimits:
+        """The limits of ``ident``'s tenant: its own where its policy entry sets them, else
+        the default; never above the daemon's (a frame never above the daemon's maximum)."""
+        base = self.tenant
+        return TenantLimits(
+            descriptors=ident.max_descriptors or base.descriptors,
+            connections=ident.max_connections or base.connections,
+            segments=base.segments if ident.max_segments is None else ident.max_segments,
+            queued_bytes=ident.max_queued_bytes or base.queued_bytes,
+            frame_bytes=min(ident.max_frame_bytes or base.frame_bytes, self.frame_bytes),
+        )
+
+
+#: Descriptors kept out of the limits for the framework, the listener, logs, the poller,
+#: the dashboard and module files: at least this many, or an eighth of ``RLIMIT_NOFILE``.
+DESCRIPTOR_HEADROOM = 64
+#: Default bounds that do not depend on ``RLIMIT_NOFILE``.
+DEFAULT_QUEUED_BYTES = 256 << 20
+DEFAULT_TENANT_QUEUED_BYTES = 128 << 20
+DEFAULT_CONNECTION_QUEUED_BYTES = 64 << 20
+DEFAULT_CONNECTION_SEGMENTS = 64
+#: Ceilings of the derived defaults (each connection is a thread of the daemon).
+_MAX_DEFAULT_DESCRIPTORS = 1 << 16
+_MAX_DEFAULT_CONNECTIONS = 1 << 12
+
+
+def default_limits(nofile: int, frame_bytes: int) -> Limits:
+    """The default limits of a daemon whose ``RLIMIT_NOFILE`` (soft) is ``nofile`` and whose
+    largest frame is ``frame_bytes``: descriptors are ``nofile`` less a headroom (an eighth, at
+    least 64); connections half of them; each tenant a quarter of the descriptors and
+    segments and an eighth of the connections, so no tenant alone can exhaust them."""
+    headroom = max(DESCRIPTOR_HEADROOM, nofile // 8)
+    descriptors = max(16, min(nofile - headroom, _MAX_DEFAULT_DESCRIPTORS))
+    connections = max(4, min(descriptors // 2, _MAX_DEFAULT_CONNECTIONS))
+    return Limits(
+        descriptors=descriptors,
+        connections=connections,
+        segments=descriptors,
+        queued_bytes=DEFAULT_QUEUED_BYTES,
+        frame_bytes=frame_bytes,
+        tenant=TenantLimits(
+            descriptors=max(4, descriptors // 4),
+            connections=max(2, connections // 8),
+            segments=max(2, descriptors // 4),
+            queued_bytes=DEFAULT_TENANT_QUEUED_BYTES,
+            frame_bytes=frame_bytes,
+        ),
+        connection_segments=DEFAULT_CONNECTION_SEGMENTS,
+        connection_queued_bytes=DEFAULT_CONNECTION_QUEUED_BYTES,
+    )
+
+
 class PolicyFile(BaseModel):
     """The whole policy file."""
 
@@ -154,6 +285,7 @@ class PolicyFile(BaseModel):
     socket_group: int | str | None = None
     socket_mode: Literal["0600", "0660", "0666"] | None = None
     tenants: tuple[TenantRule, ...] = ()
+    limits: LimitsTable = LimitsTable()
 
     @field_validator("admin_group", "socket_group")
     @classmethod
@@ -230,6 +362,12 @@ class Identity:
     calls_per_s: float | None = None
     max_services: int | None = None
     max_regions: int | None = None
+    max_descriptors: int | None = None  # the tenant's own limits (None: the policy's default)
+    max_connections: int | None = None
+    max_segments: int | None = None
+    max_queued_bytes: int | None = None
+    max_frame_bytes: int | None = None
+    share_state: str | None = None  # the state-sharing group of the tenant (None: its own)
 
 
 class AccessPolicy:
@@ -242,12 +380,17 @@ class AccessPolicy:
 
     @classmethod
     def load(cls, path: str | Path, daemon_uid: int | None = None) -> AccessPolicy:
-        """The policy in TOML file ``path``. Raises :class:`PolicyError`."""
+        """The policy in TOML file ``path``. Raises :class:`PolicyError`, naming the path,
+        also for a file the daemon must not trust: a symbolic link (not followed), not a
+        regular file (a FIFO is refused at once, never waited on), owned by a uid other than
+        root and the daemon's, writable by its group or others, or over
+        :data:`MAX_POLICY_BYTES` (counted while reading, whatever ``st_size`` says)."""
+        from juggle.daemon.safefs import read_regular_file
+
         path = Path(path)
         try:
-            if path.stat().st_size > MAX_POLICY_BYTES:
-                raise PolicyError(f"policy {str(path)!r} is over {MAX_POLICY_BYTES} bytes", path)
-            text = path.read_text(encoding="utf-8")
+            raw = read_regular_file(path, MAX_POLICY_BYTES, {0, os.geteuid()}, error=PolicyError)
+            text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise PolicyError(f"cannot read policy {str(path)!r}: {exc}", str(path)) from None
         return cls.parse(text, daemon_uid, source=path)
@@ -290,6 +433,36 @@ class AccessPolicy:
     def _gid(value: int | str | None) -> int | None:
         return None if value is None else _gid_of(value)
 
+    def limits(self, nofile: int, frame_bytes: int) -> Limits:
+        """The limits in force for a daemon whose ``RLIMIT_NOFILE`` is ``nofile`` and whose
+        largest frame is ``frame_bytes``: the ``[limits]`` table over :func:`default_limits`
+        (a frame never above ``frame_bytes``)."""
+        base = default_limits(nofile, frame_bytes)
+        table = self.file.limits if self.file is not None else LimitsTable()
+        tenant = base.tenant
+
+        def pick(value: int | None, default: int) -> int:
+            return default if value is None else value
+
+        return Limits(
+            descriptors=pick(table.max_descriptors, base.descriptors),
+            connections=pick(table.max_connections, base.connections),
+            segments=pick(table.max_segments, base.segments),
+            queued_bytes=pick(table.max_queued_bytes, base.queued_bytes),
+            frame_bytes=min(pick(table.max_frame_bytes, frame_bytes), frame_bytes),
+            tenant=TenantLimits(
+                descriptors=pick(table.tenant_max_descriptors, tenant.descriptors),
+                connections=pick(table.tenant_max_connections, tenant.connections),
+                segments=pick(table.tenant_max_segments, tenant.segments),
+                queued_bytes=pick(table.tenant_max_queued_bytes, tenant.queued_bytes),
+                frame_bytes=pick(table.tenant_max_frame_bytes, tenant.frame_bytes),
+            ),
+            connection_segments=pick(table.connection_max_segments, base.connection_segments),
+            connection_queued_bytes=pick(
+                table.connection_max_queued_bytes, base.connection_queued_bytes
+            ),
+        )
+
     @property
     def tenants(self) -> Sequence[TenantRule]:
         """The tenant rules, in file order."""
@@ -325,4 +498,10 @@ class AccessPolicy:
             calls_per_s=rule.calls_per_s,
             max_services=rule.max_services,
             max_regions=rule.max_regions,
+            max_descriptors=rule.max_descriptors,
+            max_connections=rule.max_connections,
+            max_segments=rule.max_segments,
+            max_queued_bytes=rule.max_queued_bytes,
+            max_frame_bytes=rule.max_frame_bytes,
+            share_state=rule.share_state,
         )

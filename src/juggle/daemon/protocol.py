@@ -41,6 +41,8 @@ from juggle.errors import JuggleError
 __all__ = [
     "DEFAULT_MAX_FRAME",
     "HEADER",
+    "MAX_ARRAY_LEN",
+    "MAX_MAP_LEN",
     "PROTOCOL_VERSION",
     "FrameDecoder",
     "InOut",
@@ -67,6 +69,18 @@ DEFAULT_MAX_FRAME = 8 << 20
 EXT_INOUT = 1
 EXT_SHM = 2
 _MAX_ID = (1 << 63) - 1
+#: Bounds on decoding a request (the daemon reading a client): elements of one array, pairs
+#: of one map (msgpack allocates a container's declared size before its elements come, up to
+#: ~1000 containers deep, so these bound that too), and, for a payload over
+#: ``_COUNTED_ABOVE`` bytes, the elements of all containers together: one per 32 bytes of
+#: payload, at least ``_MIN_ELEMENTS`` (an element costs up to ~70 bytes once decoded, so an
+#: 8 MiB frame of empty maps decodes into ~18 MiB at most, not ~570 MiB).
+MAX_ARRAY_LEN = 1024
+MAX_MAP_LEN = 256
+_COUNTED_ABOVE = 1 << 16
+_MIN_ELEMENTS = 1 << 16
+#: Largest msgpack body of a shared-memory reference (three 64-bit ints).
+_MAX_SHM_REF = 32
 _SIMPLE = (type(None), bool, int, float, str, bytes)
 
 T = TypeVar("T")
@@ -113,7 +127,9 @@ def _ext_hook(code: int, data: bytes) -> object:
     if code == EXT_INOUT:
         return InOut(bytes(data))
     if code == EXT_SHM:
-        parts = msgpack.unpackb(data)
+        if len(data) > _MAX_SHM_REF:
+            raise ValueError(f"shared-memory reference of {len(data)} bytes")
+        parts = msgpack.unpackb(data, max_array_len=3, max_map_len=0)
         if (
             not isinstance(parts, list)
             or len(parts) != 3
@@ -138,26 +154,93 @@ def frame(payload: bytes) -> bytes:
     return HEADER.pack(len(payload)) + payload
 
 
+def _string_keys(value: dict[Any, Any]) -> dict[Any, Any]:
+    """``value``, a decoded map, once every key is found to be a string."""
+    for key in value:
+        if type(key) is not str:
+            raise ProtocolError(
+                f"map key {key!r:.40} is a {type(key).__name__}; keys must be strings",
+                key if isinstance(key, bytes | int) else None,
+            )
+    return value
+
+
+class _Checks:
+    """The hooks that check a request while msgpack decodes it: every map key a string
+    (msgpack's ``strict_map_key`` admits bytes too) and, when ``budget`` is given, the
+    elements of all containers together at most ``budget`` (each container is counted as soon
+    as it is complete, so decoding stops within one container of the bound)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, budget: int) -> None:
+        self.left = budget
+
+    def counted_map(self, value: dict[Any, Any]) -> dict[Any, Any]:
+        self.left -= 2 * len(value)
+        if self.left < 0:
+            self._over()
+        return _string_keys(value)
+
+    def counted_list(self, value: list[Any]) -> list[Any]:
+        self.left -= len(value)
+        if self.left < 0:
+            self._over()
+        return value
+
+    @staticmethod
+    def _over() -> None:
+        raise ProtocolError("a frame holds too many elements for its size")
+
+
+def _decode_request(payload: bytes) -> Any:
+    """A client's payload, decoded with bounds on what it may allocate (see
+    ``MAX_ARRAY_LEN``) and string map keys only."""
+    size = len(payload)
+    bounds: dict[str, Any] = {
+        "raw": False,
+        "ext_hook": _ext_hook,
+        "strict_map_key": True,
+        "use_list": True,
+        "max_array_len": MAX_ARRAY_LEN,
+        "max_map_len": MAX_MAP_LEN,
+    }
+    if size <= _COUNTED_ABOVE:
+        return msgpack.unpackb(payload, object_hook=_string_keys, **bounds)
+    checks = _Checks(max(_MIN_ELEMENTS, size // 32))
+    return msgpack.unpackb(
+        payload, object_hook=checks.counted_map, list_hook=checks.counted_list, **bounds
+    )
+
+
 def unpack(payload: bytes, *, trusted: bool = False) -> dict[str, Any]:
     """The message map of ``payload``, its version checked.
 
-    ``trusted`` (the client reading the daemon) admits map keys that are not strings.
-    Raises :class:`ProtocolError` for anything but a map of this protocol version.
+    Untrusted (the daemon reading a client): map keys must be strings, and decoding is bounded
+    before it allocates (``MAX_ARRAY_LEN``, ``MAX_MAP_LEN``, and an element budget for large
+    payloads). ``trusted`` (the client reading the daemon) admits other map keys and sizes.
+    ``v`` must be the integer 1 either way (not ``True``, not ``1.0``). Raises
+    :class:`ProtocolError` for anything but a map of this protocol version.
     """
     try:
-        message = msgpack.unpackb(
-            payload, raw=False, ext_hook=_ext_hook, strict_map_key=not trusted, use_list=True
-        )
+        if trusted:
+            message = msgpack.unpackb(
+                payload, raw=False, ext_hook=_ext_hook, strict_map_key=False, use_list=True
+            )
+        else:
+            message = _decode_request(payload)
+    except ProtocolError:
+        raise
     except Exception as exc:  # msgpack raises several types for garbage
         raise ProtocolError(f"malformed frame: {type(exc).__name__}: {exc}"[:200]) from None
     if not isinstance(message, dict):
         raise ProtocolError(f"a frame must hold a map, got {type(message).__name__}")
     version = message.get("v")
-    if version != PROTOCOL_VERSION:
+    if type(version) is not int or version != PROTOCOL_VERSION:
         raise ProtocolError(
-            f"protocol version {version!r:.20} is not supported (this side speaks "
-            f"{PROTOCOL_VERSION})",
-            subject=version if isinstance(version, int) else None,
+            f"protocol version {version!r:.20} ({type(version).__name__}) is not supported "
+            f"(this side speaks the integer {PROTOCOL_VERSION})",
+            subject=version if isinstance(version, int | float | str) else None,
         )
     request_id = message.get("id")
     if type(request_id) is not int or not 0 <= request_id <= _MAX_ID:

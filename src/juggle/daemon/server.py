@@ -18,26 +18,42 @@ virtual devices, contexts, signals and statistics.
 State isolation. Several connections (or threads) of one tenant, or tenants of a shared
 service, use one service state (the proxy's state record: a loaded key). Each remote proxy
 keeps its own state-setting calls; calls on one state record are serialised and, when the
-state last set belongs to another remote proxy, this one's calls are replayed first. A remote
-proxy that set no state may not use state another one set (:class:`ServiceStateError`).
+state last set belongs to another remote proxy, this one's calls are replayed first. State
+belongs to the tenant that set it (or to its ``share_state`` group): a remote proxy that set no
+state uses its tenant's state, the one on the implementation or the one kept for the tenant
+(replayed), and never state another tenant set, connected or gone
+(:class:`ServiceStateError`). What a tenant set is kept for it alone after it disconnects
+(Ker-ONE: a virtual device keeps its context while its VM is away) until its service is
+uninstalled or the daemon stops: it reconnects and calls without ``load_key`` on its own key.
 
 Buffers. A writable buffer argument travels inline and its new contents travel back; above a
 few KiB the client puts it in a shared-memory segment the daemon created (a sealed memfd,
 passed with ``SCM_RIGHTS``), which the call then reads and writes in place.
+
+Limits. Connections, segments, the descriptors they keep and the reply bytes queued for
+clients that do not read are counted per tenant and in all against the policy's ``[limits]``
+(defaults from ``RLIMIT_NOFILE``, see :class:`~juggle.daemon.policy.Limits`): past one, the
+connection or segment is refused with :class:`LimitExceededError`, or the connection that
+does not read is closed; every other tenant is served. A frame's size is the tenant's bound,
+and decoding it is bounded before it allocates (:func:`~juggle.daemon.protocol.unpack`).
+Nothing waits with ``select()`` (descriptors past 1,023 work), and a failing ``accept``
+pauses the listener instead of spinning.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import logging
+import math
 import mmap
 import os
+import resource
 import select
 import signal
 import socket
-import stat
 import threading
 import time
 from collections import deque
@@ -52,12 +68,20 @@ from juggle.daemon.errors import (
     AccessDeniedError,
     DaemonError,
     DaemonShuttingDownError,
+    LimitExceededError,
     ProtocolError,
     QuotaExceededError,
     RegionQuotaExceededError,
 )
 from juggle.daemon.paths import default_socket_path
-from juggle.daemon.policy import AccessPolicy, Identity, PeerCredentials, peer_credentials
+from juggle.daemon.policy import (
+    AccessPolicy,
+    Identity,
+    Limits,
+    PeerCredentials,
+    TenantLimits,
+    peer_credentials,
+)
 from juggle.daemon.protocol import (
     DEFAULT_MAX_FRAME,
     HEADER,
@@ -70,6 +94,7 @@ from juggle.daemon.protocol import (
     parse_request,
     to_wire,
 )
+from juggle.daemon.safefs import bind_unix_socket
 from juggle.daemon.spin import DEFAULT_SPIN_US, Spinner, check_spin_us
 from juggle.daemon.state import ModuleEntry, StateDir
 from juggle.errors import JuggleError, ServiceArgumentError, ServiceStateError, UnknownServiceError
@@ -92,14 +117,20 @@ log = logging.getLogger("juggle.daemon")
 DEFAULT_WORKERS = 32
 #: Requests a connection may have running at once; beyond, the daemon stops reading it.
 MAX_INFLIGHT = 64
-#: Shared-memory budget of one connection: segments and bytes.
-MAX_SEGMENTS = 64
+#: Shared-memory budget of one connection: bytes of one segment, of all its segments (how
+#: many segments: the policy's ``[limits]``, see :class:`~juggle.daemon.policy.Limits`).
 MAX_SEGMENT_BYTES = 64 << 20
 MAX_CONNECTION_SHM = 512 << 20
-#: Bytes a connection may have waiting to be sent before signal pushes to it are dropped,
-#: and before it is closed (its client does not read).
+#: Bytes a connection may have waiting to be sent before signal pushes to it are dropped
+#: (before it is closed: the policy's ``[limits]``).
 PUSH_BACKLOG = 1 << 20
-MAX_QUEUED = 64 << 20
+#: After ``accept`` fails (out of descriptors: EMFILE, ENFILE; out of memory), the listener
+#: is not watched for a pause that doubles from the first to the last value while accepting
+#: keeps failing (one log line per pause), and is reset by an accept that succeeds.
+ACCEPT_PAUSE_MIN_S = 0.01
+ACCEPT_PAUSE_MAX_S = 1.0
+#: Characters of an error's message sent back (one quoting a large argument is cut).
+MAX_ERROR_MESSAGE = 4096
 #: How long a SIGTERM waits for running calls before closing anyway.
 DEFAULT_DRAIN_S = 30.0
 #: Once a frame's first bytes came, the rest must come within this many seconds.
@@ -115,15 +146,35 @@ _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 # -- per-connection records ------------------------------------------------------------------
 
 
-class _StateGuard:
-    """Serialises the calls on one state record and knows whose state it holds."""
+#: Whose state a service state is: ``("tenant", name)`` (an admin's ``admin:<user>`` too),
+#: or ``("share", group)`` for the tenants of one ``share_state`` group.
+StateKey = tuple[str, str]
+#: The state-setting calls one remote proxy made: method -> (args, kwargs).
+StateCalls = dict[str, tuple[tuple[Any, ...], dict[str, Any]]]
 
-    __slots__ = ("lock", "owner", "record", "users")
+
+def _state_key(ident: Identity) -> StateKey:
+    """The key of the state ``ident`` may use: its share group's, else its own."""
+    share = ident.share_state
+    return ("share", share) if share else ("tenant", ident.name)
+
+
+class _StateGuard:
+    """Serialises the calls on one state record and knows whose state it holds.
+
+    ``owner`` is the state-setting calls (a remote proxy's :attr:`_Handle.own`, or a state
+    kept for a tenant) whose state the implementation holds now, ``holder`` the key of the
+    tenant (or share group) they belong to; both None while the record holds no state a
+    connected client set (a fresh guard: what is there was left by someone gone).
+    """
+
+    __slots__ = ("holder", "lock", "owner", "record", "users")
 
     def __init__(self, record: StateRecord) -> None:
         self.record = record  # kept alive: guards are found by id(record)
         self.lock = threading.Lock()
-        self.owner: object | None = None
+        self.owner: StateCalls | None = None
+        self.holder: StateKey | None = None
         self.users = 0
 
 
@@ -138,7 +189,8 @@ class _Handle:
     methods: dict[str, bool]
     guard: _StateGuard | None
     device: str | None = None  # the tenant's virtual device (arbitrated service), if any
-    own: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
+    key: StateKey = ("", "")  # whose state this remote proxy may use (_state_key)
+    own: StateCalls = field(default_factory=dict)
     bound: dict[str, Callable[..., Any]] = field(default_factory=dict)  # proxy methods
 
     def method(self, name: str) -> Callable[..., Any]:
@@ -164,18 +216,29 @@ class _Writer:
     queued before it; what the socket does not take is queued, and the loop sends it when the
     socket is writable again. A frame may carry a file descriptor (``SCM_RIGHTS``), sent with
     its first byte. More than ``limit`` bytes queued: the client does not read, it is closed.
+    ``account`` (under the writer's lock) is told every change of the bytes queued; when an
+    increase takes the tenant or the daemon past its bound it names that bound, and
+    ``on_limit`` is called with that name (on the calling thread, no lock held).
     """
 
-    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        loop: asyncio.AbstractEventLoop,
+        limit: int,
+        account: Callable[[int], str | None] | None = None,
+    ) -> None:
         self._sock = sock
         self._loop = loop
         self._lock = threading.Lock()
         self._queue: deque[tuple[memoryview, int | None]] = deque()
         self.queued = 0
         self._limit = limit
+        self._account = account
         self._armed = False
         self.closed = False
         self.on_overflow: Callable[[], None] | None = None
+        self.on_limit: Callable[[str], None] | None = None
 
     def write(self, data: bytes, fd: int | None = None) -> None:
         """Send ``data`` (and ``fd``, closed afterwards) in order after everything written
@@ -194,6 +257,7 @@ class _Writer:
                 data, fd = data[sent:], None if sent else fd
             self._queue.append((memoryview(data), fd))
             self.queued += len(data)
+            over = self._account(len(data)) if self._account is not None else None
             overflow = self.queued > self._limit
             arm = not self._armed and not overflow
             self._armed = self._armed or arm
@@ -201,8 +265,11 @@ class _Writer:
             self.close()
             if self.on_overflow is not None:
                 self._loop.call_soon_threadsafe(self.on_overflow)
-        elif arm:
+            return
+        if arm:
             self._loop.call_soon_threadsafe(self._arm)
+        if over is not None and self.on_limit is not None:
+            self.on_limit(over)
 
     def _send(self, data: memoryview, fd: int | None) -> int:
         """Bytes of ``data`` the socket took (-1: the connection broke); lock held."""
@@ -233,6 +300,8 @@ class _Writer:
                 if sent <= 0:
                     return
                 self.queued -= sent
+                if self._account is not None:
+                    self._account(-sent)
                 if sent < len(data):
                     self._queue[0] = (data[sent:], None)
                     return
@@ -248,6 +317,8 @@ class _Writer:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._queue.clear()
+        if self.queued and self._account is not None:
+            self._account(-self.queued)
         self.queued = 0
 
     def close(self) -> None:
@@ -287,6 +358,11 @@ class _Connection:
         loop: asyncio.AbstractEventLoop,
         spin_us: float = 0.0,
         spin_gate: threading.Lock | None = None,
+        *,
+        limits: TenantLimits | None = None,
+        max_segments: int = 64,
+        max_queued: int = 64 << 20,
+        account: Callable[[int], str | None] | None = None,
     ) -> None:
         self.conn_id = conn_id
         self.identity = identity
@@ -294,8 +370,12 @@ class _Connection:
         self.fd = sock.fileno()
         # the reader thread polls for the next request a little before blocking on it
         self.spinner = Spinner(self.fd, spin_us, spin_gate) if spin_us else None
-        self.out = _Writer(sock, loop, MAX_QUEUED)
+        self.limits = limits
+        self.max_frame = limits.frame_bytes if limits is not None else DEFAULT_MAX_FRAME
+        self.max_segments = max_segments
+        self.out = _Writer(sock, loop, max_queued, account)
         self.out.on_overflow = self.abort
+        self._readable: select.poll | None = None  # the frame-deadline wait (any fd number)
         self.handles: dict[int, _Handle] = {}
         self.segments: dict[int, _Segment] = {}
         self.shm_bytes = 0
@@ -323,6 +403,15 @@ class _Connection:
     def next_id(self) -> int:
         with self.lock:
             return next(self._ids)
+
+    def wait_readable(self, timeout_s: float) -> bool:
+        """Whether the socket becomes readable (or ends) within ``timeout_s`` (the reader
+        thread; ``poll(2)``, so a descriptor past 1,023 is waited on like any other)."""
+        readable = self._readable
+        if readable is None:
+            readable = self._readable = select.poll()
+            readable.register(self.fd, select.POLLIN | select.POLLPRI)
+        return bool(readable.poll(max(0, math.ceil(timeout_s * 1000))))
 
     def send(self, message: dict[str, Any], fd: int | None = None) -> None:
         """Send ``message`` (from any thread); a closed connection drops it."""
@@ -423,6 +512,26 @@ class _Poller:
         os.close(self._wake_w)
 
 
+@dataclass(slots=True)
+class _Usage:
+    """What one tenant (or all together) holds: connections, shared-memory segments, and
+    reply bytes queued for clients that do not read. Descriptors: connections + segments."""
+
+    connections: int = 0
+    segments: int = 0
+    queued: int = 0
+
+    @property
+    def descriptors(self) -> int:
+        return self.connections + self.segments
+
+
+def _nofile() -> int:
+    """The daemon's ``RLIMIT_NOFILE`` (soft; "unlimited" counts as 2**20)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return 1 << 20 if soft == resource.RLIM_INFINITY else int(soft)
+
+
 class _Bucket:
     """A token bucket: ``rate`` calls per second, bursts of up to one second's worth."""
 
@@ -518,6 +627,9 @@ class Daemon:
         self.policy = AccessPolicy(None, os.getuid())
         self._lock = threading.Lock()
         self._guards: dict[int, _StateGuard] = {}
+        #: (service id, state key) -> the state a tenant (or share group) set last on that
+        #: service: kept while it is away, for it alone (see _invoke)
+        self._kept: dict[tuple[int, StateKey], StateCalls] = {}
         self._held: dict[str, int] = {}
         self._tenant_proxies: dict[tuple[str, int], list[Any]] = {}
         self._rates: dict[tuple[str, int], deque[tuple[float, int]]] = {}
@@ -525,6 +637,12 @@ class Daemon:
         self._region_lock = threading.Lock()
         self._region_claims: dict[str, dict[str, int]] = {}
         self._connections: dict[int, _Connection] = {}
+        # what each tenant holds (and all together), against self.limits
+        self.limits: Limits = self.policy.limits(_nofile(), max_frame)
+        self._limit_lock = threading.Lock()
+        self._usage: dict[str, _Usage] = {}
+        self._total = _Usage()
+        self._accept_pause = 0.0
         self._conn_ids = iter(range(1, 1 << 62))
         self._segment_ids = iter(range(1, 1 << 62))
         self._closing = False
@@ -557,6 +675,7 @@ class Daemon:
             "juggle": _Op(self._op_juggle, admin=True, pool="admin"),
             "set_tier": _Op(self._op_set_tier, admin=True, pool="admin"),
             "reload_policy": _Op(self._op_reload_policy, admin=True, pool="admin"),
+            "recover": _Op(self._op_recover, pool="admin"),  # checks admin itself: audited
         }
 
     # -- start and stop --------------------------------------------------------------------
@@ -566,6 +685,7 @@ class Daemon:
         policy's tenants and reinstall (and start) the modules the state directory holds."""
         self.state.lock()
         self.policy = self._load_policy()
+        self._set_limits()
         self.fw = Framework(self.fabric, backend=self.backend, **self._framework_options)
         self._add_tenants()
         for entry in self.state.entries():
@@ -583,6 +703,30 @@ class Daemon:
             token = admin_token(self.state.root)
             self.dashboard = DashboardServer(self.fw, host, port, token)
             self.dashboard.start()
+
+    def _set_limits(self) -> None:
+        """The limits of the policy in force, for this process's ``RLIMIT_NOFILE``."""
+        nofile = _nofile()
+        limits = self.limits = self.policy.limits(nofile, self.max_frame)
+        tenant = limits.tenant
+        log.info(
+            "limits (RLIMIT_NOFILE %d): descriptors %d (%d per tenant), connections %d (%d), "
+            "segments %d (%d; %d per connection), queued reply bytes %d (%d; %d per "
+            "connection), frame bytes %d (%d)",
+            nofile,
+            limits.descriptors,
+            tenant.descriptors,
+            limits.connections,
+            tenant.connections,
+            limits.segments,
+            tenant.segments,
+            limits.connection_segments,
+            limits.queued_bytes,
+            tenant.queued_bytes,
+            limits.connection_queued_bytes,
+            limits.frame_bytes,
+            tenant.frame_bytes,
+        )
 
     def _load_policy(self) -> AccessPolicy:
         if self.policy_path is not None:
@@ -667,31 +811,14 @@ class Daemon:
             self._stopped.set()
 
     def _bind_socket(self) -> None:
-        path = self.socket_path
-        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        if path.exists() or path.is_symlink():
-            if not stat.S_ISSOCK(path.lstat().st_mode):
-                raise DaemonError(f"{str(path)!r} exists and is not a socket", str(path))
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(str(path))
-            except OSError:
-                path.unlink()  # left by a daemon that died
-            else:
-                raise DaemonError(f"a daemon already listens on {str(path)!r}", str(path))
-            finally:
-                probe.close()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            sock.bind(str(path))
-        finally:
-            os.umask(old)
-        group = self.policy.socket_group
-        if group is not None:
-            os.chown(path, -1, group)
-        os.chmod(path, self.policy.socket_mode)
-        sock.listen(128)
+        """Listen on the socket path, its file given the policy's mode and group before it
+        can be reached there: bound in a private 0700 folder of the daemon, given its mode and
+        group through that folder's descriptor, then renamed into place (see
+        :func:`juggle.daemon.safefs.bind_unix_socket`): no ``chmod``/``chown`` follows a
+        symbolic link a tenant swaps in at the path. Raises :class:`DaemonError`."""
+        sock = bind_unix_socket(
+            self.socket_path, self.policy.socket_mode, self.policy.socket_group, backlog=128
+        )
         sock.setblocking(False)
         self._listener = sock
 
@@ -770,13 +897,134 @@ class Daemon:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                log.warning("accept failed: %s", exc)
+                self._pause_accepting(exc)
                 return
+            self._accept_pause = 0.0
             try:
                 self._admit(sock)
             except Exception:
                 log.exception("admitting a connection failed")
                 sock.close()
+
+    def _pause_accepting(self, exc: OSError) -> None:
+        """``accept`` failed (loop thread): stop watching the listener for a pause that
+        doubles while it keeps failing (out of descriptors, the peer waiting in the backlog
+        would make it fail again at once), with one log line per pause."""
+        loop = self._loop
+        if exc.errno == errno.ECONNABORTED or loop is None:  # that peer gave up: go on
+            log.info("accept failed: %s", exc)
+            return
+        pause = min(ACCEPT_PAUSE_MAX_S, max(ACCEPT_PAUSE_MIN_S, 2 * self._accept_pause))
+        self._accept_pause = pause
+        log.warning(
+            "accept failed: %s; not accepting for %.2f s (open connections %d)",
+            exc,
+            pause,
+            len(self._connections),
+        )
+        with contextlib.suppress(Exception):
+            loop.remove_reader(self._listener.fileno())
+        loop.call_later(pause, self._resume_accepting)
+
+    def _resume_accepting(self) -> None:
+        if self._closing or self._listener.fileno() < 0:
+            return
+        assert self._loop is not None
+        self._loop.add_reader(self._listener.fileno(), self._on_accept)
+
+    # -- limits ----------------------------------------------------------------------------
+
+    def _take(self, ident: Identity, mine: TenantLimits, *, connection: bool) -> None:
+        """Count one more connection (``connection``) or segment of ``ident``'s tenant.
+        Raises :class:`LimitExceededError` naming the limit (nothing is counted then)."""
+        limits = self.limits
+        name = ident.name
+        with self._limit_lock:
+            use = self._usage.get(name)
+            if use is None:
+                use = self._usage[name] = _Usage()
+            total = self._total
+            checks: tuple[tuple[str, int, int, str], ...]
+            if connection:
+                checks = (
+                    ("tenant_max_connections", use.connections, mine.connections, "tenant"),
+                    ("max_connections", total.connections, limits.connections, "daemon"),
+                )
+            else:
+                checks = (
+                    ("tenant_max_segments", use.segments, mine.segments, "tenant"),
+                    ("max_segments", total.segments, limits.segments, "daemon"),
+                )
+            checks += (
+                ("tenant_max_descriptors", use.descriptors, mine.descriptors, "tenant"),
+                ("max_descriptors", total.descriptors, limits.descriptors, "daemon"),
+            )
+            for limit, held, bound, whose in checks:
+                if held + 1 > bound:
+                    owner = f"tenant {name!r}" if whose == "tenant" else "the daemon (all tenants)"
+                    what = "connections" if connection else "shared-memory segments"
+                    raise LimitExceededError(
+                        f"{owner} holds {held} {limit.rsplit('_', 1)[-1]}; its limit "
+                        f"{limit} is {bound}: no more {what}",
+                        (limit, bound),
+                    )
+            if connection:
+                use.connections += 1
+                total.connections += 1
+            else:
+                use.segments += 1
+                total.segments += 1
+
+    def _give(self, name: str, *, connections: int = 0, segments: int = 0) -> None:
+        """Count connections / segments of tenant ``name`` given back."""
+        with self._limit_lock:
+            use = self._usage.get(name)
+            if use is not None:
+                use.connections -= connections
+                use.segments -= segments
+                if not use.connections and not use.segments and not use.queued:
+                    del self._usage[name]
+            self._total.connections -= connections
+            self._total.segments -= segments
+
+    def _queue_account(self, name: str, mine: TenantLimits) -> Callable[[int], str | None]:
+        """The function a connection of tenant ``name`` tells its queued bytes' changes to:
+        it names the limit an increase went past (None: within them)."""
+
+        def account(delta: int) -> str | None:
+            with self._limit_lock:
+                use = self._usage.get(name)
+                if use is None:
+                    use = self._usage[name] = _Usage()
+                use.queued += delta
+                self._total.queued += delta
+                if delta <= 0:
+                    return None
+                if use.queued > mine.queued_bytes:
+                    return "tenant_max_queued_bytes"
+                if self._total.queued > self.limits.queued_bytes:
+                    return "max_queued_bytes"
+                return None
+
+        return account
+
+    def _over_queued(self, conn: _Connection, limit: str) -> None:
+        """Replies queued for clients that do not read went past ``limit`` while ``conn``
+        wrote (any thread): over the tenant's limit, ``conn`` is closed; over the daemon's,
+        the connection with the most bytes queued (any tenant's) is."""
+        victim = conn
+        if limit == "max_queued_bytes":
+            victim = max(list(self._connections.values()), key=lambda c: c.out.queued, default=conn)
+        queued = victim.out.queued
+        victim.out.close()
+        victim.abort()
+        log.warning(
+            "connection %d (%s): %d reply bytes unread when %s was passed; closing it",
+            victim.conn_id,
+            victim.identity.name,
+            queued,
+            limit,
+        )
 
     def _admit(self, sock: socket.socket) -> None:
         """Identify the peer of ``sock``; refuse it, or greet it and start its reader."""
@@ -788,16 +1036,23 @@ class Daemon:
             sock.close()
             return
         identity = self.policy.identify(peer)
-        if identity is None or self._closing:
-            error: JuggleError = (
-                AccessDeniedError(
-                    f"uid {peer.uid} (pid {peer.pid}) is not mapped to a tenant by the "
-                    "daemon's policy",
-                    peer.uid,
-                )
-                if identity is None
-                else DaemonShuttingDownError("the daemon is shutting down")
+        error: JuggleError | None = None
+        mine = self.limits.tenant
+        if identity is None:
+            error = AccessDeniedError(
+                f"uid {peer.uid} (pid {peer.pid}) is not mapped to a tenant by the daemon's policy",
+                peer.uid,
             )
+        elif self._closing:
+            error = DaemonShuttingDownError("the daemon is shutting down")
+        else:
+            mine = self.limits.for_identity(identity)
+            try:
+                self._take(identity, mine, connection=True)
+            except LimitExceededError as exc:
+                error = exc
+        if error is not None or identity is None:
+            assert error is not None
             log.warning("refused pid %d uid %d: %s", peer.pid, peer.uid, error)
             sock.settimeout(1.0)
             with contextlib.suppress(OSError):
@@ -808,8 +1063,18 @@ class Daemon:
             return
         assert self._loop is not None
         conn = _Connection(
-            next(self._conn_ids), identity, sock, self._loop, self.spin_us, self._spin_gate
+            next(self._conn_ids),
+            identity,
+            sock,
+            self._loop,
+            self.spin_us,
+            self._spin_gate,
+            limits=mine,
+            max_segments=self.limits.connection_segments,
+            max_queued=self.limits.connection_queued_bytes,
+            account=self._queue_account(identity.name, mine),
         )
+        conn.out.on_limit = lambda limit: self._over_queued(conn, limit)
         self._connections[conn.conn_id] = conn
         log.info(
             "connection %d: pid %d uid %d as %s%s",
@@ -828,7 +1093,16 @@ class Daemon:
             name=f"juggle-conn-{conn.conn_id}",
             daemon=True,
         )
-        conn.thread.start()
+        try:
+            conn.thread.start()
+        except RuntimeError as exc:  # no thread to be had: that connection only is closed
+            log.error("connection %d: no reader thread (%s); closing it", conn.conn_id, exc)
+            conn.thread = None
+            if self._poller is not None:
+                self._poller.remove(conn)
+            self._connections.pop(conn.conn_id, None)
+            conn.out.release()
+            self._give(identity.name, connections=1)
 
     def _hello(self, conn: _Connection, peer: PeerCredentials) -> dict[str, Any]:
         ident = conn.identity
@@ -840,7 +1114,7 @@ class Daemon:
             "gid": peer.gid,
             "pid": peer.pid,
             "daemon_pid": os.getpid(),
-            "max_frame": self.max_frame,
+            "max_frame": conn.max_frame,
             "protocol": PROTOCOL_VERSION,
         }
 
@@ -877,7 +1151,7 @@ class Daemon:
                 deadline = conn.frame_deadline
                 if deadline is not None:  # a frame has begun: the rest must come in time
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
+                    if remaining <= 0 or not conn.wait_readable(remaining):
                         raise ProtocolError(
                             f"a frame did not come whole within {FRAME_TIMEOUT_S:g} s"
                         )
@@ -902,19 +1176,20 @@ class Daemon:
         :class:`ProtocolError` for a length of 0 or over the maximum."""
         if not conn.buf and len(data) > HEADER.size:  # the usual case: one whole frame
             (length,) = HEADER.unpack_from(data)
-            if len(data) == HEADER.size + length and length <= self.max_frame:
+            if len(data) == HEADER.size + length and length <= conn.max_frame:
                 return [data[HEADER.size :]]
         buf = conn.buf
         buf += data
         out: list[bytes] = []
         while len(buf) >= HEADER.size:
             (length,) = HEADER.unpack_from(buf)
-            if length == 0 or length > self.max_frame:
-                raise ProtocolError(f"frame length {length} outside 1..{self.max_frame}", length)
+            if length == 0 or length > conn.max_frame:
+                raise ProtocolError(f"frame length {length} outside 1..{conn.max_frame}", length)
             end = HEADER.size + length
             if len(buf) < end:
                 break
-            out.append(bytes(buf[HEADER.size : end]))
+            with memoryview(buf) as view:  # one copy, not two (a slice, then bytes)
+                out.append(bytes(view[HEADER.size : end]))
             del buf[:end]
         if not buf:
             conn.frame_deadline = None
@@ -1011,6 +1286,7 @@ class Daemon:
         except RuntimeError:  # the loop is gone
             conn.sock.close()
         self._connections.pop(conn.conn_id, None)
+        self._give(conn.identity.name, connections=1)
         log.info("connection %d (%s) closed", conn.conn_id, conn.identity.name)
 
     def _dispatch(self, conn: _Connection, msg: dict[str, Any], *, inline: bool) -> None:
@@ -1105,7 +1381,10 @@ class Daemon:
         except Exception as exc:
             if not isinstance(exc, JuggleError):
                 log.exception("connection %d: %s failed", conn.conn_id, msg.get("op"))
-            return {"v": PROTOCOL_VERSION, "id": request_id, "err": error_to_wire(exc)}, None
+            wire = error_to_wire(exc)
+            if len(wire[1]) > MAX_ERROR_MESSAGE:  # a message quoting a large argument
+                wire[1] = wire[1][:MAX_ERROR_MESSAGE] + " [...]"
+            return {"v": PROTOCOL_VERSION, "id": request_id, "err": wire}, None
 
     def _run(self, conn: _Connection, op: _Op, msg: dict[str, Any]) -> None:
         """Run ``op`` and send its reply (a pool thread, or the reader for inline ones)."""
@@ -1154,10 +1433,14 @@ class Daemon:
     def _release_all(self, conn: _Connection) -> None:
         for handle in list(conn.handles.values()):
             self._drop_handle(conn, handle)
-        for seg in list(conn.segments.values()):
+        segments = list(conn.segments.values())
+        conn.segments.clear()
+        conn.shm_bytes = 0
+        for seg in segments:
             with contextlib.suppress(BufferError):
                 seg.mm.close()
-        conn.segments.clear()
+        if segments:
+            self._give(conn.identity.name, segments=len(segments))
 
     # -- inline operations -----------------------------------------------------------------
 
@@ -1196,19 +1479,31 @@ class Daemon:
         size = _field(msg, "size", int)
         if not 0 < size <= MAX_SEGMENT_BYTES:
             raise ServiceArgumentError(f"segment size {size} outside 1..{MAX_SEGMENT_BYTES}", size)
-        if len(conn.segments) >= MAX_SEGMENTS or conn.shm_bytes + size > MAX_CONNECTION_SHM:
+        if len(conn.segments) >= conn.max_segments:
+            raise LimitExceededError(
+                f"connection {conn.conn_id} holds {len(conn.segments)} shared-memory segments; "
+                f"its limit connection_max_segments is {conn.max_segments}",
+                ("connection_max_segments", conn.max_segments),
+            )
+        if conn.shm_bytes + size > MAX_CONNECTION_SHM:
             raise QuotaExceededError(
                 f"connection holds {len(conn.segments)} segments of {conn.shm_bytes} bytes; "
-                f"limits {MAX_SEGMENTS} and {MAX_CONNECTION_SHM}",
+                f"a segment of {size} more would pass {MAX_CONNECTION_SHM}",
                 conn.identity.name,
             )
-        fd = os.memfd_create("juggle-shm", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        assert conn.limits is not None
+        # counted before the descriptor exists: the daemon never opens one past the limits
+        self._take(conn.identity, conn.limits, connection=False)
+        fd = -1
         try:
+            fd = os.memfd_create("juggle-shm", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(fd, size)
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)  # nobody can shrink it under a call
-            mm = mmap.mmap(fd, size)
+            mm = mmap.mmap(fd, size)  # keeps a descriptor of its own (a dup)
         except BaseException:
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
+            self._give(conn.identity.name, segments=1)
             raise
         seg = _Segment(next(self._segment_ids), size, mm)
         conn.segments[seg.segment_id] = seg
@@ -1222,6 +1517,7 @@ class Daemon:
         conn.shm_bytes -= seg.size
         with contextlib.suppress(BufferError):  # a call still holds a view: the GC frees it
             seg.mm.close()
+        self._give(conn.identity.name, segments=1)
         return {"ok": True}
 
     # -- services and calls ----------------------------------------------------------------
@@ -1271,9 +1567,12 @@ class Daemon:
                 guard.users += 1
             impl = binding.impl
             device = impl.device if isinstance(impl, VirtualDevice) else None
-            handle = _Handle(conn.next_id(), proxy, proxy.service_id, methods, guard, device)
+            handle = _Handle(
+                conn.next_id(), proxy, proxy.service_id, methods, guard, device, _state_key(ident)
+            )
             conn.handles[handle.handle_id] = handle
             self._tenant_proxies.setdefault((ident.name, proxy.service_id), []).append(proxy)
+            self._forget_kept(fw)
         if conn.closed:  # the client left while we got it
             self._drop_handle(conn, handle)
         return {
@@ -1299,15 +1598,33 @@ class Daemon:
                 self._tenant_proxies.pop((ident.name, handle.service_id), None)
             guard = handle.guard
             if guard is not None:
+                # the state this remote proxy set stays kept for its tenant (self._kept), not
+                # for whoever comes next: a new guard starts with no owner, and a remote proxy
+                # that set no state uses none another tenant left (see _invoke)
                 guard.users -= 1
                 if guard.users <= 0 and self._guards.get(id(guard.record)) is guard:
                     del self._guards[id(guard.record)]
-        fw = self._framework()
+            fw = self._framework()
+            self._forget_kept(fw)
         try:
             return fw.unget_service(handle.proxy)
         except JuggleError as exc:  # the framework is closed, the service gone
             log.debug("release of service %d: %s", handle.service_id, exc)
             return False
+
+    def _forget_kept(self, fw: Framework) -> None:
+        """Drop the states kept for services no longer registered (the caller holds
+        ``self._lock``)."""
+        for key in [k for k in self._kept if not self._registered(fw, k[0])]:
+            del self._kept[key]
+
+    @staticmethod
+    def _registered(fw: Framework, service_id: int) -> bool:
+        try:
+            fw.registry.reference(service_id)
+        except JuggleError:
+            return False
+        return True
 
     def _handle(self, conn: _Connection, msg: dict[str, Any]) -> _Handle:
         handle_id = _field(msg, "h", int)
@@ -1416,34 +1733,55 @@ class Daemon:
                 return {d.device for d in snap.devices if d.state != "disconnected"}
         return set()
 
-    @staticmethod
-    def _invoke(handle: _Handle, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def _invoke(self, handle: _Handle, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Call ``name`` on ``handle``'s proxy with the state this client may use.
+
+        A state-setting call becomes the remote proxy's own state and its tenant's kept state.
+        Any other call runs on the remote proxy's own state (replayed first when the
+        implementation holds another), else on its tenant's (or share group's) state: the one
+        on the implementation now, or the one kept for it, replayed. A client whose tenant has
+        set no state may use no state another left (:class:`ServiceStateError`); only a state
+        record nobody ever set is used as it is (a service without state).
+        """
         method = handle.method(name)
         guard = handle.guard
         if guard is None:
             return method(*args, **kwargs)
         with guard.lock:
+            own = handle.own
             if handle.methods[name]:  # state-setting: it becomes this remote proxy's state
                 result = method(*args, **kwargs)
-                handle.own[name] = (
+                own[name] = (
                     tuple(bytes(a) if isinstance(a, bytearray | memoryview) else a for a in args),
                     dict(kwargs),
                 )
-                guard.owner = handle
+                guard.owner, guard.holder = own, handle.key
+                self._kept[(handle.service_id, handle.key)] = own
                 return result
-            if guard.owner is not handle:
-                if handle.own:
-                    for setter, (a, k) in handle.own.items():
-                        getattr(handle.proxy, setter)(*a, **k)
-                    guard.owner = handle
-                elif guard.owner is not None:
-                    setters = ", ".join(n for n, s in handle.methods.items() if s)
-                    raise ServiceStateError(
-                        f"service {handle.service_id}: the state of this service was set by "
-                        f"another client; call {setters} first",
-                        handle.service_id,
-                    )
+            if guard.owner is not own:
+                if own:
+                    self._replay(handle, guard, own)
+                elif guard.holder != handle.key:
+                    kept = self._kept.get((handle.service_id, handle.key))
+                    if kept is not None:
+                        self._replay(handle, guard, kept)
+                    elif guard.holder is not None or guard.record.calls:
+                        setters = ", ".join(n for n, s in handle.methods.items() if s)
+                        kind, whose = handle.key
+                        who = "tenant" if kind == "tenant" else "share_state group"
+                        raise ServiceStateError(
+                            f"service {handle.service_id}: its state was set by another "
+                            f"client, not by {who} {whose!r}; call {setters} first",
+                            handle.service_id,
+                        )
             return method(*args, **kwargs)
+
+    @staticmethod
+    def _replay(handle: _Handle, guard: _StateGuard, calls: StateCalls) -> None:
+        """Make ``calls`` (a state of ``handle``'s tenant) the implementation's state."""
+        for setter, (a, k) in list(calls.items()):
+            getattr(handle.proxy, setter)(*a, **k)
+        guard.owner, guard.holder = calls, handle.key
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -1590,6 +1928,7 @@ class Daemon:
         changed; a summary."""
         policy = self._load_policy()
         self.policy = policy
+        self._set_limits()
         changed = self._add_tenants()
         closed = []
         for conn in list(self._connections.values()):
@@ -1608,6 +1947,40 @@ class Daemon:
             "changed": changed,
             "closed_connections": closed,
         }
+
+    def _op_recover(self, conn: _Connection, msg: dict[str, Any]) -> dict[str, Any]:
+        """Admin: :meth:`~juggle.Framework.recover` ``region``. Every request, refused or not,
+        leaves an audit line in the log: who (tenant, uid, pid), what, when (the log line's
+        time, and the UTC time in it) and the result."""
+        ident = conn.identity
+        region = msg.get("region")
+        who = f"{ident.name!r} (uid {ident.uid}, pid {ident.pid}, connection {conn.conn_id})"
+        what = f"recover {region!r:.80}"
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        try:
+            if not ident.admin:
+                raise AccessDeniedError(
+                    f"recover needs the admin group; {ident.name!r} is no admin", "recover"
+                )
+            region = _field(msg, "region", str)
+            report = self._framework().recover(region)
+        except Exception as exc:
+            log.warning(
+                "audit: %s asked to %s at %s: refused: %s: %s",
+                who,
+                what,
+                when,
+                type(exc).__name__,
+                exc,
+            )
+            raise
+        done = (
+            "region emptied, nothing to put back"
+            if report is None
+            else f"region emptied, service {report.to_hardware} back in {report.region!r}"
+        )
+        log.warning("audit: %s asked to %s at %s: done: %s", who, what, when, done)
+        return {"ok": None if report is None else to_wire(report)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,23 +193,23 @@ class _Checks:
         raise ProtocolError("a frame holds too many elements for its size")
 
 
-def _decode_request(payload: bytes) -> Any:
-    """A client's payload, decoded with bounds on what it may allocate (see
-    ``MAX_ARRAY_LEN``) and string map keys only."""
-    size = len(payload)
-    bounds: dict[str, Any] = {
-        "raw": False,
-        "ext_hook": _ext_hook,
-        "strict_map_key": True,
-        "use_list": True,
-        "max_array_len": MAX_ARRAY_LEN,
-        "max_map_len": MAX_MAP_LEN,
-    }
-    if size <= _COUNTED_ABOVE:
-        return msgpack.unpackb(payload, object_hook=_string_keys, **bounds)
-    checks = _Checks(max(_MIN_ELEMENTS, size // 32))
+#: msgpack's bounds on a large request (:func:`unpack` spells them out for a small one)
+_BOUNDS: dict[str, Any] = {
+    "raw": False,
+    "ext_hook": _ext_hook,
+    "strict_map_key": True,
+    "use_list": True,
+    "max_array_len": MAX_ARRAY_LEN,
+    "max_map_len": MAX_MAP_LEN,
+}
+
+
+def _decode_large(payload: bytes) -> Any:
+    """A client's payload over ``_COUNTED_ABOVE`` bytes, decoded with an element budget for
+    its size besides the container bounds, and string map keys only."""
+    checks = _Checks(max(_MIN_ELEMENTS, len(payload) // 32))
     return msgpack.unpackb(
-        payload, object_hook=checks.counted_map, list_hook=checks.counted_list, **bounds
+        payload, object_hook=checks.counted_map, list_hook=checks.counted_list, **_BOUNDS
     )
 
 
@@ -227,8 +227,19 @@ def unpack(payload: bytes, *, trusted: bool = False) -> dict[str, Any]:
             message = msgpack.unpackb(
                 payload, raw=False, ext_hook=_ext_hook, strict_map_key=False, use_list=True
             )
+        elif len(payload) <= _COUNTED_ABOVE:  # the usual request: no dict of keywords per call
+            message = msgpack.unpackb(
+                payload,
+                raw=False,
+                ext_hook=_ext_hook,
+                strict_map_key=True,
+                use_list=True,
+                object_hook=_string_keys,
+                max_array_len=MAX_ARRAY_LEN,
+                max_map_len=MAX_MAP_LEN,
+            )
         else:
-            message = _decode_request(payload)
+            message = _decode_large(payload)
     except ProtocolError:
         raise
     except Exception as exc:  # msgpack raises several types for garbage

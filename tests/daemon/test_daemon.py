@@ -3,6 +3,7 @@ other uids (when the tests run as root), crashes, restarts and malformed frames 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -357,18 +358,38 @@ def test_aware_tenant_is_preempted_by_a_realtime_tenant_in_another_process(
 
         caller = threading.Thread(target=calls)
         caller.start()
+        release_r, release_w = os.pipe()  # rt holds the region until a byte comes here
+        outcome: dict[str, Any] = {}
+        holder = threading.Thread(
+            target=lambda: outcome.update(
+                rt=run_as(NOBODY, realtime_mode, str(daemon.socket), release_r)
+            )
+        )
+        holder.start()
         try:
-            rt = run_as(NOBODY, realtime_mode, str(daemon.socket))
-            assert rt["identity"]["name"] == "rt" and rt["right"] == 3
             preempt = channel.wait_for("preempt", timeout=10)
             assert preempt is not None and preempt.tenant == "low"
             assert preempt.service_id == enc.service_id
+            # rt holds the region: low's calls go on, answered from software meanwhile
+            assert wait_until(
+                lambda: low.statistics(enc.service_id).per_tier["native"].calls > native_before,
+                10.0,
+            )
+            os.write(release_w, b"x")
+            holder.join(30)
+            rt = outcome["rt"]
+            assert rt["identity"]["name"] == "rt" and rt["right"] == 3
             ready = channel.wait_for("ready", timeout=10)
             assert ready is not None and ready.service_id == enc.service_id
             assert wait_until(lambda: low.statistics(enc.service_id).tier == "hardware", 10.0)
         finally:
+            with contextlib.suppress(OSError):
+                os.write(release_w, b"x")
             stop.set()
             caller.join(30)
+            holder.join(30)
+            os.close(release_r)
+            os.close(release_w)
         assert seen["calls"] > 0 and seen["wrong"] == 0 and seen["failed"] == 0, seen
         per_tier = low.statistics(enc.service_id).per_tier
         assert per_tier["native"].calls > native_before  # answered from software meanwhile

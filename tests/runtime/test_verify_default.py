@@ -515,8 +515,10 @@ def test_garbage_storm_with_default_settings_stays_within_the_bound(tmp_path: Pa
         result = storm(fw, tmp_path)
     print(f"default settings: {result}")
     assert result.failures == []
-    assert result.fired >= 20 and result.mismatches >= 10 and result.recovered >= 10
-    assert result.calls >= 1000
+    # the storm must have happened (50 armings; on a quiet machine ~50 fire, fewer when the
+    # machine is loaded: an arming while the region waits for recover fires nothing)
+    assert result.fired >= 5 and result.mismatches >= 3 and result.recovered >= 3
+    assert result.calls >= 500
     # docs/verification.md: at most verify_sample - 1 wrong results per garbage event
     assert result.wrong <= (DEFAULT_VERIFY_SAMPLE - 1) * result.fired
 
@@ -526,8 +528,10 @@ def test_garbage_storm_checked_on_every_call_lets_nothing_out(tmp_path: Path) ->
         result = storm(fw, tmp_path)
     print(f"verify_sample=1: {result}")
     assert result.failures == []
-    assert result.fired >= 20 and result.mismatches >= 10 and result.recovered >= 10
-    assert result.calls >= 1000
+    # the storm must have happened (50 armings; on a quiet machine ~50 fire, fewer when the
+    # machine is loaded: an arming while the region waits for recover fires nothing)
+    assert result.fired >= 5 and result.mismatches >= 3 and result.recovered >= 3
+    assert result.calls >= 500
     assert result.wrong == 0
 
 

@@ -15,6 +15,7 @@ from juggle.errors import (
     BitstreamTooLargeError,
     BridgeError,
     FabricError,
+    NotPartialError,
     PartMismatchError,
     ProgrammingError,
     RegionBusyError,
@@ -131,10 +132,10 @@ def _refusals(bits: BitsFactory) -> list[tuple[Callable[[Fabric], object], type[
             RegionMismatchError,
             "built for region 'prr1', not 'prr0'",
         ),
-        (
-            lambda f: f.program("prr0", replace(tdes, region=None), data),
-            RegionMismatchError,
-            "carries no Region= tag",
+        (  # no Region= tag is fine (Vivado writes none); a full-device image is not
+            lambda f: f.program("prr0", replace(tdes, partial=False), data),
+            NotPartialError,
+            "is a full-device image",
         ),
         (
             lambda f: f.program("prr0", *bits("tdes", 170_000)),

@@ -30,6 +30,7 @@ one of these means nothing was half-done.
     │   ├── DescriptorError
     │   │   ├── UnknownClassError
     │   │   └── UnknownInterfaceError
+    │   ├── DfxPackageError
     │   ├── InputLimitError
     │   ├── ModelRegistrationError
     │   ├── PluginError
@@ -47,13 +48,18 @@ one of these means nothing was half-done.
     ├── FabricError
     │   ├── BackendError
     │   ├── BitstreamError
+    │   │   ├── BitstreamFamilyError
     │   │   ├── BitstreamFormatError
+    │   │   │   ├── SyncWordError
+    │   │   │   └── TruncatedBitstreamError
     │   │   ├── BitstreamTooLargeError
     │   │   ├── MissingBitstreamError
+    │   │   ├── NotPartialError
     │   │   ├── PartMismatchError
     │   │   ├── RegionMismatchError
     │   │   └── UnknownDesignError
     │   ├── BridgeError
+    │   ├── BusFaultError
     │   ├── CoreTimeoutError
     │   ├── HardwareFaultError
     │   ├── ProgrammingError
@@ -571,3 +577,34 @@ class RemoteError(DaemonError):
     def __init__(self, message: str, subject: Any = None, *, remote_type: str = "") -> None:
         super().__init__(message, subject)
         self.remote_type = remote_type
+
+
+class BusFaultError(FabricError):
+    """A register access raised SIGBUS (a decoupled, reset or unmapped slot, or a file
+    truncated under its mapping); ``subject`` is ``(path, offset)``. A hardware fault the
+    fault containment handles, not a crash."""
+
+
+class DfxPackageError(ConfigurationError):
+    """A dfx-mgr package folder (``shell.json``, ``accel.json``, ``<accel>_slot<N>/``) is
+    malformed; ``subject`` is ``(file, field)`` and the message names both."""
+
+
+class TruncatedBitstreamError(BitstreamFormatError):
+    """A bitstream's header ends inside a field; the message names the file and the field."""
+
+
+class SyncWordError(BitstreamFormatError):
+    """A headerless bitstream (``.bin``) has no configuration sync word (0xAA995566, in any
+    word order) within the prefix where tools put it; the message names the file."""
+
+
+class BitstreamFamilyError(BitstreamError):
+    """A bitstream (its format, or the family of its ``part``) is not what the target family's
+    FPGA manager takes (a ``.pdi`` for a ZynqMP, a ``.bit`` for a Versal, an unknown family);
+    the message names the file and the field."""
+
+
+class NotPartialError(BitstreamError):
+    """A full-device image where a partial one is expected (the design field carries no
+    ``PARTIAL=TRUE``); the message names the file and the field."""

@@ -1,13 +1,15 @@
 """File operations the Linux backend needs, behind one small interface.
 
 Everything the backend touches (``sys/class/fpga_manager``, ``sys/class/fpga_bridge``,
-``sys/class/uio``, ``lib/firmware``, ``dev/uioN``) is a path relative to a root, so a test can
-point the backend at a directory and plug in a fake that reacts like the kernel
-(:class:`juggle.fabric.linux.fake.FakeKernel`). :class:`HostSysfs` is the real thing.
+``sys/class/uio``, ``sys/kernel/config/device-tree/overlays``, ``lib/firmware``, ``dev/uioN``)
+is a path relative to a root, so a test can point the backend at a directory and plug in a fake
+that reacts like the kernel (:class:`juggle.fabric.linux.fake.FakeKernel`). :class:`HostSysfs`
+is the real thing.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Protocol
 
@@ -44,6 +46,23 @@ class SysfsOps(Protocol):
 
     def remove(self, path: str) -> None:
         """Delete a plain file if it exists."""
+        ...
+
+    def mkdir(self, path: str) -> None:
+        """Create one directory (configfs: a new item, e.g. an overlay); OSError if it exists."""
+        ...
+
+    def rmdir(self, path: str) -> None:
+        """Remove one directory (configfs: drop the item, e.g. remove an overlay)."""
+        ...
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write binary ``data`` to an existing attribute in one open/write/close (a configfs
+        binary attribute such as an overlay's ``dtbo`` takes effect when the file is closed)."""
+        ...
+
+    def read_bytes(self, path: str) -> bytes:
+        """The bytes of a file or binary attribute (OSError when absent)."""
         ...
 
 
@@ -89,6 +108,25 @@ class HostSysfs:
     def remove(self, path: str) -> None:
         """Delete a plain file if it exists."""
         self._path(path).unlink(missing_ok=True)
+
+    def mkdir(self, path: str) -> None:
+        """``mkdir(2)`` of one directory (its parent must exist, as in configfs)."""
+        os.mkdir(self._path(path))
+
+    def rmdir(self, path: str) -> None:
+        """``rmdir(2)``: configfs removes an item's directory with its attribute files."""
+        os.rmdir(self._path(path))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Binary ``data`` in one open/write/close; the file must exist (no ``O_CREAT``)."""
+        fd = os.open(self._path(path), os.O_WRONLY | os.O_TRUNC)
+        with open(fd, "wb") as handle:
+            handle.write(data)
+
+    def read_bytes(self, path: str) -> bytes:
+        """The bytes of ``path``."""
+        with open(self._path(path), "rb") as handle:
+            return handle.read()
 
     def __repr__(self) -> str:
         return f"<HostSysfs root={str(self._root)!r}>"

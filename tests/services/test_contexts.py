@@ -325,7 +325,7 @@ def test_the_tdes_example_module_driver_has_the_operations() -> None:
 
 @pytest.fixture
 def uio_fabric(tmp_path: Path) -> Iterator[Fabric]:
-    kernel = FakeKernel(tmp_path, part=PART)
+    kernel = FakeKernel(tmp_path, part=PART, family="virtex2p", shell_loaded=True)
     data = build_bitstream("tdes", PART, "prr0", 149_088)
     with open_fabric("xupv2p", backend="linux", sysfs=kernel) as fab:
         fab.program("prr0", parse_bitstream(data, source="tdes.bit"), data)

@@ -23,12 +23,13 @@ from juggle.errors import (
     BitstreamFormatError,
     BitstreamTooLargeError,
     FabricError,
+    NotPartialError,
     PartMismatchError,
     RegionMismatchError,
     ResourceError,
 )
 from juggle.fabric.backend import Backend
-from juggle.fabric.bitstream import Bitstream, normalize_part, parse_bitstream
+from juggle.fabric.bitstream import Bitstream, parse_any, same_part
 from juggle.fabric.bridge import Bridge
 from juggle.fabric.faults import FaultInjector
 from juggle.fabric.manager import FpgaManager, ManagerStatistics
@@ -139,27 +140,35 @@ class Fabric:
         simulated core, not yet known to the backend).
 
         Raises, in this order: :class:`~juggle.errors.UnknownRegionError`,
-        :class:`~juggle.errors.PartMismatchError`, :class:`~juggle.errors.RegionMismatchError`,
+        :class:`~juggle.errors.PartMismatchError`, :class:`~juggle.errors.RegionMismatchError`
+        (a ``Region=`` tag naming another region; no tag is fine: Vivado writes none, the
+        region comes from the module's per-region bitstream table),
+        :class:`~juggle.errors.NotPartialError` (a full-device image),
         :class:`~juggle.errors.BitstreamTooLargeError`, :class:`~juggle.errors.ResourceError`,
         then the backend's refusal (:class:`~juggle.errors.UnknownDesignError` on the
         simulator), each naming the values that disagree.
         """
         target = self.region(region).profile
         board_part = self.profile.board.part
-        if normalize_part(bitstream.part) != normalize_part(board_part):
+        # a headerless .bin/.pdi names no part: the manager checks the device's IDCODE
+        if bitstream.part and not same_part(bitstream.part, board_part):
             raise PartMismatchError(
                 f"bitstream {bitstream.source!r} is built for part {bitstream.part!r}, "
                 f"board {self.profile.name!r} is {board_part!r}",
                 bitstream,
             )
-        if bitstream.region != region:
-            found = (
-                "carries no Region= tag"
-                if bitstream.region is None
-                else f"is built for region {bitstream.region!r}"
-            )
+        if bitstream.region is not None and bitstream.region != region:
             raise RegionMismatchError(
-                f"bitstream {bitstream.source!r} {found}, not {region!r}", bitstream
+                f"bitstream {bitstream.source!r} is built for region {bitstream.region!r}, "
+                f"not {region!r}",
+                bitstream,
+            )
+        if bitstream.partial is False:
+            raise NotPartialError(
+                f"bitstream {bitstream.source!r} is a full-device image (its design field "
+                f"{bitstream.design_field!r} carries no PARTIAL=TRUE), region {region!r} "
+                "takes a partial",
+                (bitstream.source, "design"),
             )
         if bitstream.size > target.max_bitstream_bytes:
             raise BitstreamTooLargeError(
@@ -229,7 +238,7 @@ class Fabric:
                 ):
                     self._verified.move_to_end(id(data))
                     return True
-        if parse_bitstream(data, source=bitstream.source) != bitstream:
+        if parse_any(data, source=bitstream.source) != bitstream:
             return False
         if cacheable:
             with self._lock:

@@ -26,6 +26,7 @@ the allocator's Ker-ONE states (Idle, Busy, Preempt, ...) live in the decision c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -181,7 +182,10 @@ class FpgaRegion:
                 step, overwritten = "config_write", True
                 self._detach()  # the old design's window dies with its logic
                 port_started = time.perf_counter()
-                self._manager.load(bitstream, data)  # 4. write the bitstream
+                # 4. write the bitstream; the manager learns the region from it (a Vivado
+                # partial names none: the region comes from the module's bitstream table)
+                tagged = bitstream if bitstream.region == self.name else _tag(bitstream, self.name)
+                self._manager.load(tagged, data)
                 port_ms = (time.perf_counter() - port_started) * 1e3
                 step = "bridge_enable"
                 self._bridge.enable()  # 5. reconnect
@@ -225,6 +229,13 @@ class FpgaRegion:
             design = self._loaded.design if self._loaded else None
             self._bridge.disable()
             self._detach()
+            take_out = getattr(self._backend, "unload", None)  # a backend whose slots hold
+            if take_out is not None:  # designs until taken out (Linux: rmdir the overlay)
+                try:
+                    take_out(self.profile)
+                except FabricError as exc:
+                    self._fail("unload", exc)
+                    raise
             with self._guard:
                 self._state, self._error = RegionState.EMPTY, None
                 self._quarantined = False
@@ -302,6 +313,11 @@ class FpgaRegion:
         snap = self.snapshot()
         design = f" {snap.design}" if snap.design else ""
         return f"<FpgaRegion {self.name} {snap.state}{design}, {snap.bitstreams_loaded} loaded>"
+
+
+def _tag(bitstream: Bitstream, region: str) -> Bitstream:
+    """``bitstream`` naming ``region`` (what the manager's operations are told)."""
+    return dataclasses.replace(bitstream, region=region)
 
 
 class _Taken:

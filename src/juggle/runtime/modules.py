@@ -38,7 +38,7 @@ from juggle.errors import (
     SignatureError,
     UnknownClassError,
 )
-from juggle.fabric.bitstream import Bitstream, parse_bitstream
+from juggle.fabric.bitstream import Bitstream, parse_any
 from juggle.limits import DEFAULT_LIMITS, Limits, check_size
 from juggle.runtime.descriptors import (
     DESCRIPTOR_NAMES,
@@ -288,7 +288,8 @@ class ModuleSource:
             pin = self.pins.get(relpath)
             if pin is not None and sha256_of(data) != pin:
                 raise IntegrityError(f"bitstream {shown!r} does not match its pin", shown)
-            bitstream = parse_bitstream(data, source=shown, limits=self.limits)
+            # any format tools write (.bit, headerless .bin/.bit.bin, .pdi)
+            bitstream = parse_any(data, source=shown, limits=self.limits)
             target = region
             if region == "*":
                 target = bitstream.region or (region_names[0] if region_names else "*")

@@ -1,121 +1,152 @@
-"""The Linux backend's operation tables: FPGA Manager and bridges through sysfs.
+"""The Linux backend's operation tables: the manager's steps over a loader, slots as bridges.
 
-Manager (``/sys/class/fpga_manager/fpgaN``): the kernel's sysfs ABI exposes ``name`` and
-``state`` (``"operating"``, ``"write error"``, ...). Loading from user space uses the
-``firmware`` and ``flags`` attributes of vendor kernels (Xilinx linux-xlnx: ``flags`` 1 =
-partial bitstream, then writing a file name found in the firmware search path, e.g.
-``/lib/firmware``, to ``firmware`` programs it). The three manager steps map onto that:
-``write_init`` starts a staging file in the firmware directory, ``write`` appends chunks,
-``write_complete`` sets ``flags``, names the file in ``firmware``, reads ``state`` back
-(it must be ``"operating"``) and removes the staging file. Mainline kernels without
-``firmware`` program only through fpga-region device-tree overlays, which juggle does not drive.
+The fabric's orchestration (:mod:`juggle.fabric.region`, ARCHITECTURE principle 2) drives
+one manager and one bridge per region, in this order for a program: close the bridge,
+detach the old window, ``write_init`` / ``write`` / ``write_complete``, open the bridge,
+attach. On Linux those steps map onto the kernel like this:
 
-Bridges (``/sys/class/fpga_bridge/brN``): mainline shows ``state`` (``"enabled"`` /
-``"disabled"``) read-only. Older Altera/socfpga kernels accept ``0``/``1`` in an ``enable``
-attribute; juggle switches a bridge through that attribute when it exists and otherwise raises
-:class:`~juggle.errors.BridgeError` (map such a region's bridge to ``None`` to run without
-isolation, see :func:`juggle.fabric.linux.backend.open_linux_backend`).
+* bridge closed = the slot isolated (:class:`~juggle.fabric.linux.shell.SlotBridgeOps`:
+  the shell's isolation writes, or bookkeeping where the kernel's bridges isolate through the
+  overlay; nothing is ever written to ``fpga_bridge`` sysfs, whose ``name`` and ``state``
+  are read-only: Documentation/ABI/testing/sysfs-class-fpga-bridge);
+* ``write_init`` takes the slot's previous design out (the loader's ``unload``: ``rmdir``
+  of its overlay) and starts collecting the file; ``write`` collects it;
+  ``write_complete`` converts it for the family's manager
+  (:func:`juggle.fabric.bitstream.kernel_image`: header stripped, words swapped for the
+  Zynq-7000 PCAP) and hands it to the loader (overlay, sysfs or dfx-mgrd), which stages it
+  where the kernel's firmware loader looks and checks the kernel took it;
+* bridge opened = the slot released (after the load, before any register access);
+* unloading a region isolates it, then the backend's ``unload`` asks the loader to take the
+  design out.
 """
 
 from __future__ import annotations
 
-from juggle.errors import BridgeError, ProgrammingError
-from juggle.fabric.bitstream import Bitstream
-from juggle.fabric.linux.sysfs import SysfsOps
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-__all__ = ["LinuxBridgeOps", "LinuxManagerOps", "SoftBridgeOps"]
+from juggle.errors import ProgrammingError
+from juggle.fabric.bitstream import Bitstream, kernel_image
+from juggle.fabric.linux.loader import Loader, SlotLoad
+from juggle.fabric.linux.shell import SlotBridgeOps
+
+__all__ = ["DesignExtras", "LinuxBridgeOps", "LinuxManagerOps", "SoftBridgeOps", "firmware_name"]
+
+#: kept under its old name: a slot's bridge is its isolation (see the module doc)
+LinuxBridgeOps = SlotBridgeOps
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_TOY_FAMILY = "virtex2p"
+
+
+def firmware_name(region: str, design: str, fmt: str) -> str:
+    """The file name an image is staged under: ``juggle-<region>-<design>.bit.bin`` (``.pdi``
+    for a Versal image), characters the kernel's firmware loader or dfx-mgrd's request parser
+    would trip on replaced."""
+    suffix = ".pdi" if fmt == "pdi" else ".bit.bin"
+    return f"juggle-{_SAFE.sub('_', region)}-{_SAFE.sub('_', design)}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class DesignExtras:
+    """What a design brings beside its bitstream: its own overlay blob (a dfx-mgr package's
+    ``.dtbo``) and its dfx-mgr accelerator name."""
+
+    overlay: bytes | None = None
+    package: str | None = None
 
 
 class LinuxManagerOps:
-    """``ManagerOps`` over ``sys/class/fpga_manager/<manager>`` and a firmware directory."""
+    """``ManagerOps`` over a :class:`~juggle.fabric.linux.loader.Loader` (see the module doc).
+
+    ``slots`` maps a region to its slot index; ``extras`` returns what a design brings beside
+    its bitstream; ``state`` reads the device's state (the FPGA manager's ``state``).
+    """
 
     def __init__(
-        self, sysfs: SysfsOps, manager: str, *, firmware_dir: str, partial: bool = True
+        self,
+        loader: Loader,
+        *,
+        family: str,
+        slots: Mapping[str, int],
+        extras: Callable[[str], DesignExtras],
+        state: Callable[[], str],
+        trace: Callable[[str], None] | None = None,
     ) -> None:
-        self._sysfs = sysfs
-        self._dir = f"sys/class/fpga_manager/{manager}"
-        self._firmware_dir = firmware_dir.strip("/")
-        self._partial = partial
-        self._staged: str | None = None
+        self.loader = loader
+        self.family = family
+        self._slots = dict(slots)
+        self._extras = extras
+        self._state = state
+        self._trace = trace
+        self._bitstream: Bitstream | None = None
+        self._region: str | None = None
+        self._chunks: list[bytes] = []
 
     @property
     def directory(self) -> str:
-        """The manager's sysfs directory, relative to the root."""
-        return self._dir
+        """What the manager loads through (the loader's name)."""
+        return self.loader.name
 
     def write_init(self, bitstream: Bitstream) -> None:
-        """Start the staging file ``juggle-<region>-<design>.bit`` in the firmware directory."""
-        name = f"juggle-{bitstream.region or 'any'}-{bitstream.design}.bit"
-        self._staged = name
-        self._sysfs.write_file(f"{self._firmware_dir}/{name}", b"")
+        """Take the slot's previous design out and start collecting ``bitstream``'s file.
+
+        Raises :class:`~juggle.errors.ProgrammingError` for a bitstream naming no slot."""
+        region = bitstream.region
+        if region is None or region not in self._slots:
+            raise ProgrammingError(
+                f"bitstream {bitstream.source!r} names no slot of this shell (region "
+                f"{region!r}; slots: {', '.join(self._slots)})",
+                bitstream.source,
+            )
+        self._bitstream, self._region, self._chunks = None, None, []
+        if region in self.loader.loaded():
+            if self._trace is not None:
+                self._trace(f"unload {region}")
+            self.loader.unload(region)
+        self._bitstream, self._region = bitstream, region
 
     def write(self, chunk: bytes) -> None:
-        """Append ``chunk`` to the staging file."""
-        if self._staged is None:
-            raise ProgrammingError("write before write_init", self._dir)
-        self._sysfs.write_file(f"{self._firmware_dir}/{self._staged}", chunk, append=True)
+        """Collect ``chunk``."""
+        if self._bitstream is None:
+            raise ProgrammingError("write before write_init", self.directory)
+        self._chunks.append(chunk)
 
     def write_complete(self) -> None:
-        """Ask the kernel to load the staged file; it must then report ``"operating"``.
+        """Convert the file for the family's manager and load it through the loader.
 
-        Raises :class:`~juggle.errors.ProgrammingError` naming the state the kernel reports.
-        """
-        name, self._staged = self._staged, None
-        if name is None:
-            raise ProgrammingError("write_complete before write_init", self._dir)
-        try:
-            if self._sysfs.exists(f"{self._dir}/flags"):
-                self._sysfs.write(f"{self._dir}/flags", "1" if self._partial else "0")
-            try:
-                self._sysfs.write(f"{self._dir}/firmware", name)
-            except OSError as exc:
-                raise ProgrammingError(
-                    f"{self._dir}/firmware refused {name!r}: {exc} (state {self.state()!r})",
-                    self._dir,
-                ) from exc
-            state = self.state()
-            if state != "operating":
-                raise ProgrammingError(
-                    f"{self._dir} reports {state!r} after loading {name!r}", self._dir
-                )
-        finally:
-            self._sysfs.remove(f"{self._firmware_dir}/{name}")
+        Raises :class:`~juggle.errors.ProgrammingError` (the loader's, naming the kernel's
+        state and status) and :class:`~juggle.errors.BitstreamError` from the conversion."""
+        bitstream, region = self._bitstream, self._region
+        data = b"".join(self._chunks)
+        self._bitstream, self._region, self._chunks = None, None, []
+        if bitstream is None or region is None:
+            raise ProgrammingError("write_complete before write_init", self.directory)
+        # virtex2p is juggle's toy family (the paper's XUPV2P board, no Linux manager driver):
+        # its juggle .bit goes as the file is; every real family gets the converted image
+        image = data if self.family == _TOY_FAMILY else kernel_image(bitstream, data, self.family)
+        extras = self._extras(bitstream.design)
+        job = SlotLoad(
+            region=region,
+            slot=self._slots[region],
+            design=bitstream.design,
+            image=image,
+            firmware_name=firmware_name(region, bitstream.design, bitstream.format),
+            overlay=extras.overlay,
+            package=extras.package,
+            partial=bitstream.partial is not False,
+        )
+        if self._trace is not None:
+            self._trace(f"load {region}")
+        self.loader.load(job)
 
     def state(self) -> str:
-        """The kernel's ``state`` attribute, stripped."""
-        return self._sysfs.read(f"{self._dir}/state").strip()
+        """The device's state, as the kernel reports it."""
+        return self._state()
 
     def __repr__(self) -> str:
-        return f"<LinuxManagerOps {self._dir}>"
-
-
-class LinuxBridgeOps:
-    """``BridgeOps`` over ``sys/class/fpga_bridge/<bridge>`` (``state``, ``enable``)."""
-
-    def __init__(self, sysfs: SysfsOps, bridge: str) -> None:
-        self._sysfs = sysfs
-        self._dir = f"sys/class/fpga_bridge/{bridge}"
-
-    def enable_set(self, enable: bool) -> None:
-        """Write ``1``/``0`` to ``enable``.
-
-        Raises :class:`~juggle.errors.BridgeError` when the bridge has no writable control.
-        """
-        control = f"{self._dir}/enable"
-        if not self._sysfs.exists(control):
-            raise BridgeError(
-                f"{self._dir} has no 'enable' attribute: this kernel switches bridges only "
-                "through fpga-region; map the region's bridge to None to run without one",
-                self._dir,
-            )
-        self._sysfs.write(control, "1" if enable else "0")
-
-    def enable_show(self) -> bool:
-        """Whether ``state`` reads ``enabled``."""
-        return self._sysfs.read(f"{self._dir}/state").strip() == "enabled"
-
-    def __repr__(self) -> str:
-        return f"<LinuxBridgeOps {self._dir}>"
+        return f"<LinuxManagerOps through {self.loader.name}, family {self.family}>"
 
 
 class SoftBridgeOps:

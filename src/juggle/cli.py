@@ -229,6 +229,58 @@ def module_schema(json_out: JsonOpt = False) -> None:
     sys.stdout.write(descriptor_schema_json())
 
 
+@module_app.command("import-dfx")
+def module_import_dfx(
+    package: Annotated[
+        Path, typer.Argument(help="dfx-mgr package folder (shell.json, <accel>/<accel>_slotN/).")
+    ],
+    interface: Annotated[str, typer.Option(help="Interface the service offers (pkg.Class).")],
+    driver: Annotated[str, typer.Option(help="Driver class of the hardware tier (mod.Class).")],
+    json_out: JsonOpt = False,
+    fabric: Annotated[
+        str, typer.Option(help="Board profile whose region each slot N becomes.")
+    ] = "kv260",
+    accel: Annotated[
+        str | None, typer.Option(help="Accelerator of the package (default: its only one).")
+    ] = None,
+    target_dir: Annotated[
+        Path | None,
+        typer.Option(help="Module folder to write juggle.toml in (default: the package)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Module name (default: the accel).")] = None,
+    software: Annotated[str | None, typer.Option(help="Software tier class.")] = None,
+    native: Annotated[str | None, typer.Option(help="Native tier class.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing juggle.toml.")] = False,
+) -> None:
+    """Write juggle.toml making a dfx-mgr package the hardware tier of a co-module: each
+    slot's partial becomes the bitstream of the profile's region of that slot."""
+    from juggle.fabric.linux.dfxmgr import import_package, profile_regions
+    from juggle.fabric.profiles import load_profile
+
+    try:
+        report = import_package(
+            package,
+            interface=interface,
+            driver=driver,
+            accel=accel,
+            regions=profile_regions(load_profile(fabric)),
+            target_dir=target_dir,
+            name=name,
+            software=software,
+            native=native,
+            force=force,
+        )
+    except JuggleError as exc:
+        fail(exc, json_out)
+    if json_out:
+        emit_json(report)
+        return
+    console = Console()
+    console.print(f"[green]wrote[/green] {report['path']} (module {report['module']})")
+    for region, path in report["bitstreams"].items():
+        console.print(f"  {region}: {path}")
+
+
 @app.command()
 def shell(
     fabric: Annotated[str, typer.Option(help="Board profile.")] = "xupv2p",
@@ -335,7 +387,8 @@ def _remote(ctx: typer.Context, command: str, **arguments: Any) -> None:
     add_help_option=False,
 )
 def daemon(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Run the juggle daemon (--socket PATH --state DIR [--fabric] [--policy FILE]; --help)."""
+    """Run the juggle daemon (--socket PATH --state DIR [--fabric] [--backend linux]
+    [--backend-option KEY=VALUE]... [--policy FILE]; --help)."""
     from juggle.daemon.__main__ import main as daemon_main
 
     del json_out  # the daemon logs; it prints no document
@@ -388,6 +441,42 @@ def recover(ctx: typer.Context, region: str, json_out: JsonOpt = True) -> None:
     """Clear quarantined REGION in the daemon and put its service back (with --connect;
     admin; the daemon logs an audit line)."""
     _remote(ctx, "recover", region=region)
+
+
+board_app = typer.Typer(
+    help="A real board under Linux: check what its kernel shows.", no_args_is_help=True
+)
+app.add_typer(board_app, name="board")
+
+
+@board_app.command("check")
+def board_check(
+    fabric: Annotated[str, typer.Option("--fabric", help="Board profile name or path.")] = "kv260",
+    backend_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--backend-option",
+            metavar="KEY=VALUE",
+            help="An option of the linux backend, repeatable (root=DIR, manager=fpgaN, "
+            "load=overlay|sysfs, firmware_dir=DIR, dfxmgrd=SOCKET).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """What the board's kernel shows (manager, shell, slots, overlays, bridges, UIO), what is
+    missing and what juggle would do; changes nothing. Exit status 1 when something is
+    missing."""
+    from juggle.fabric.linux.check import backend_options, examine, render_text
+    from juggle.fabric.profiles import load_profile
+
+    profile = load_profile(fabric)
+    report = examine(profile, **backend_options(backend_option or [], "linux"))
+    if json_out:
+        emit_json(report.to_json())
+    else:
+        sys.stdout.write(render_text(report) + "\n")
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 def _register_scenarios() -> None:

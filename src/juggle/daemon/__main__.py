@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from juggle.daemon.paths import default_socket_path
 
@@ -33,6 +34,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--state", type=Path, default=None, help="state directory (modules, policy)")
     p.add_argument("--fabric", default="xupv2p", help="board profile name or path")
     p.add_argument("--backend", default="sim", help="fabric backend (sim, linux, ...)")
+    p.add_argument(
+        "--backend-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the fabric backend, repeatable (linux: root=DIR, manager=fpgaN, "
+        "load=overlay|sysfs, firmware_dir=DIR, ...); the board profile's [linux] table gives "
+        "the defaults",
+    )
     p.add_argument("--policy", type=Path, default=None, help="tenant policy file (TOML)")
     p.add_argument("--workers", type=int, default=32, help="threads running calls")
     p.add_argument("--log-level", default="INFO", help="logging level")
@@ -67,6 +77,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         dashboard = parse_address(args.dashboard) if args.dashboard is not None else None
+        framework_options: dict[str, Any] = {}
+        if args.backend_option:
+            from juggle.fabric.linux.check import backend_options
+
+            framework_options["backend_options"] = backend_options(
+                args.backend_option, args.backend
+            )
         daemon = Daemon(
             args.socket or default_socket_path(),
             args.state or default_state_dir(),
@@ -75,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             policy_path=args.policy,
             workers=args.workers,
             dashboard=dashboard,
+            framework_options=framework_options,
             **({} if args.spin_us is None else {"spin_us": args.spin_us}),
         )
         return daemon.run()

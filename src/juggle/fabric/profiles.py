@@ -5,10 +5,14 @@ configuration port's throughput, the cost of switching a bridge and of one bus a
 partially reconfigurable regions (PRRs) with their resources, adjacency and MMIO windows.
 Built-in profiles live in ``juggle/fabric/profiles/*.toml``; users load their own by path.
 
-Tables ``[board]``, ``[config_port]``, ``[bridge]``, ``[bus]``, ``[power]``, ``[[regions]]``
-and ``[[devices]]`` refuse unknown keys; ``[scenario]`` is a free table that a scenario
-validates itself. ``[power]`` is optional: the board's power in each state, copied from a
-paper or a datasheet (every figure in it is an INPUT, labeled with its ``source``).
+Tables ``[board]``, ``[config_port]``, ``[bridge]``, ``[bus]``, ``[power]``, ``[[regions]]``,
+``[[devices]]``, ``[linux]`` and ``[shell]`` refuse unknown keys; ``[scenario]`` is a free
+table that a scenario validates itself. ``[power]`` is optional: the board's power in each
+state, copied from a paper or a datasheet (every figure in it is an INPUT, labeled with its
+``source``). ``[linux]`` and ``[shell]`` are optional: how the Linux backend reaches a real
+board (manager, load path, family) and the static shell its slots live in (base design,
+isolation writes, UIO windows); register numbers there may be written as dfx-mgr writes them,
+as decimal or ``0x`` hex strings.
 
 Profiles arrive from outside like modules do, so :func:`load_profile` checks the file's size by
 ``stat`` before reading it, decodes strict UTF-8 and bounds nesting and number size
@@ -27,13 +31,24 @@ import tomllib
 from importlib import resources as importlib_resources
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    model_validator,
+)
 
 from juggle.errors import ConfigurationError, InputLimitError, ProfileError, UnknownRegionError
 from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits, check_size
+
+if TYPE_CHECKING:
+    from juggle.fabric.linux.loader import ShellSpec
 
 __all__ = [
     "BoardProfile",
@@ -42,8 +57,12 @@ __all__ = [
     "BusSection",
     "ConfigPortSection",
     "DeviceProfile",
+    "IsolationEntry",
+    "LinuxSection",
     "PowerSection",
     "RegionProfile",
+    "ShellSection",
+    "ShellSlotSection",
     "available_profiles",
     "load_profile",
 ]
@@ -199,6 +218,147 @@ class DeviceProfile(_Table):
     context_bytes: int = Field(default=0, ge=0)
 
 
+#: how dfx-mgr writes a number in ``shell.json``: a decimal or ``0x`` hex string
+_NUMBER_TEXT: Final = re.compile(r"0[xX][0-9a-fA-F]+(?:_?[0-9a-fA-F]+)*|[0-9]+(?:_?[0-9]+)*")
+_U32: Final = 1 << 32
+
+
+def _register_number(value: object) -> object:
+    """A register offset or value as TOML gives it: an int, or a string holding a decimal or
+    ``0x`` hex number (dfx-mgr's ``shell.json`` writes ``"0x4000"``; Xilinx/dfx-mgr
+    example/sys/linux/shell.json). Anything else is left to pydantic, which refuses all but
+    an int (no float, no bool: the type is strict)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not _NUMBER_TEXT.fullmatch(text):
+            raise ValueError(f"{shown(value)} is no number (write 16384, 0x4000 or '0x4000')")
+        return int(text, 0)
+    return value
+
+
+#: a 32-bit register offset or value, as an int or a decimal / hex string
+RegisterNumber = Annotated[StrictInt, BeforeValidator(_register_number), Field(ge=0, lt=_U32)]
+
+
+class LinuxSection(_Table):
+    """``[linux]``: how the Linux backend reaches this board's fabric (its defaults; options
+    given to the backend override them).
+
+    ``manager`` is the ``fpga_manager`` device (None: the only one); ``load`` the load path:
+    ``"overlay"`` (a device-tree overlay through configfs, the kernel's fpga-region programs
+    the firmware it names: Documentation/devicetree/bindings/fpga/fpga-region) or ``"sysfs"``
+    (Xilinx kernels: the manager's ``flags`` and ``firmware`` attributes); ``firmware_dir``
+    the folder firmware is staged in (None: the backend's default, a juggle-owned folder set
+    through ``/sys/module/firmware_class/parameters/path``, else ``/lib/firmware``);
+    ``family`` the device family, which decides how a ``.bit`` is converted for the
+    manager (``"zynq"``: 32-bit words byte-swapped for the Zynq-7000 PCAP);
+    ``dfxmgrd_socket`` where AMD's dfx-mgrd listens (juggle loads through it when it
+    answers); ``uio_timeout_s`` how long to wait for ``/dev/uioN`` after a load.
+    """
+
+    manager: str | None = Field(default=None, min_length=1)
+    load: Literal["overlay", "sysfs"] = "overlay"
+    firmware_dir: str | None = Field(default=None, min_length=1)
+    family: Literal["zynqmp", "zynq", "versal"]
+    dfxmgrd_socket: str = Field(default="/var/run/dfx-mgrd.socket", min_length=1)
+    uio_timeout_s: float = Field(default=5.0, gt=0, le=600)
+
+
+class IsolationEntry(_Table):
+    """One 32-bit register write on the shell's isolation window: ``value`` at ``offset``
+    (a dfx-mgr ``isolation_slots`` pair: ``offset[i]``, ``values[i]``)."""
+
+    offset: RegisterNumber
+    value: RegisterNumber
+
+    @model_validator(mode="after")
+    def _aligned(self) -> IsolationEntry:
+        if self.offset % 4:
+            raise ValueError(f"offset {self.offset:#x} is not 32-bit aligned")
+        return self
+
+
+class ShellSlotSection(_Table):
+    """``[[shell.slots]]``: one slot of the static shell.
+
+    ``region`` is the juggle region the slot is, ``slot`` its index in the shell (dfx-mgr's
+    slot number, the ``_slot<N>`` of a package folder); ``release`` the writes that take it
+    out of isolation after a load (before any register access), ``isolate`` the writes that
+    isolate it again before an unload; ``windows`` maps a window name (what the driver asks
+    for) to the UIO name the slot's design brings (its device-tree node name or
+    ``linux,uio-name``: Documentation/driver-api/uio-howto, uio_pdrv_genirq).
+    """
+
+    region: str = Field(min_length=1)
+    slot: int = Field(ge=0, le=255)
+    isolate: tuple[IsolationEntry, ...] = ()
+    release: tuple[IsolationEntry, ...] = ()
+    windows: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> ShellSlotSection:
+        for window, uio_name in self.windows.items():
+            if not window:
+                raise ValueError(f"slot {self.region!r}: a window has an empty name")
+            if not uio_name:
+                raise ValueError(f"slot {self.region!r}: window {window!r} names no UIO device")
+        return self
+
+
+class ShellSection(_Table):
+    """``[shell]``: the static shell the slots live in (Kria's DFX shells; dfx-mgr's
+    ``shell.json``).
+
+    ``name`` names it; ``base_image`` and ``base_overlay`` are the base design's full image
+    and overlay (file names in the firmware folder; None: the boot loads the shell);
+    ``uid`` its unique id when it has one (an int or a hex string); ``isolation_uio`` the UIO
+    name of the register window the isolation writes go to (None: the kernel's bridges
+    isolate, through the overlay); ``slots`` the slots.
+    """
+
+    name: str = Field(min_length=1)
+    base_image: str | None = Field(default=None, min_length=1)
+    base_overlay: str | None = Field(default=None, min_length=1)
+    uid: RegisterNumber | None = None
+    isolation_uio: str | None = Field(default=None, min_length=1)
+    slots: tuple[ShellSlotSection, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> ShellSection:
+        _unique("shell slot region", [s.region for s in self.slots])
+        _unique("shell slot index", [str(s.slot) for s in self.slots])
+        if self.isolation_uio is None:
+            for slot in self.slots:
+                if slot.isolate or slot.release:
+                    raise ValueError(
+                        f"[shell] slot {slot.region!r} lists isolation writes but the shell "
+                        "names no isolation_uio to write them to"
+                    )
+        return self
+
+    def spec(self) -> ShellSpec:
+        """The shell as the Linux backend's :class:`~juggle.fabric.linux.loader.ShellSpec`."""
+        from juggle.fabric.linux.loader import IsolationWrite, ShellSpec, SlotSpec
+
+        return ShellSpec(
+            name=self.name,
+            slots=tuple(
+                SlotSpec(
+                    region=slot.region,
+                    slot=slot.slot,
+                    isolate=tuple(IsolationWrite(w.offset, w.value) for w in slot.isolate),
+                    release=tuple(IsolationWrite(w.offset, w.value) for w in slot.release),
+                    windows=dict(slot.windows),
+                )
+                for slot in self.slots
+            ),
+            base_image=self.base_image,
+            base_overlay=self.base_overlay,
+            uid=self.uid,
+            isolation_uio=self.isolation_uio,
+        )
+
+
 class BoardProfile(_Table):
     """A whole board: the tables above, cross-checked (unique names, existing references,
     non-overlapping windows)."""
@@ -210,6 +370,8 @@ class BoardProfile(_Table):
     regions: tuple[RegionProfile, ...] = Field(min_length=1)
     devices: tuple[DeviceProfile, ...] = ()
     power: PowerSection | None = None
+    linux: LinuxSection | None = None
+    shell: ShellSection | None = None
     scenario: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -253,6 +415,9 @@ class BoardProfile(_Table):
         for name in self.power.region_active_w if self.power else ():
             if name not in known:
                 raise ValueError(f"[power] region_active_w: {name!r} is no region")
+        for slot in self.shell.slots if self.shell else ():
+            if slot.region not in known:
+                raise ValueError(f"[shell] slot {slot.slot}: region {slot.region!r} is no region")
         _no_overlap(self.regions)
         return self
 

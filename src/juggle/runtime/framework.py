@@ -175,7 +175,9 @@ class Framework:
     """The juggle runtime: modules, registry, proxies, fabric and controllers.
 
     ``fabric`` is a board profile name or path (default: the embedded ``xupv2p`` simulated
-    board) or an already opened :class:`~juggle.fabric.fabric.Fabric`. ``hardware="rtl"``
+    board) or an already opened :class:`~juggle.fabric.fabric.Fabric`; ``backend`` and
+    ``backend_options`` open it (``backend="linux"``, ``backend_options={"root": ...}``: see
+    :func:`~juggle.fabric.fabric.open_fabric`). ``hardware="rtl"``
     runs every hardware call on the cores' Verilog in a cycle-accurate simulator instead of
     their Python register models (a design without RTL keeps its model). ``pace`` makes the
     simulated fabric keep wall-clock time in step with its modeled clock. ``trace_sample``
@@ -210,6 +212,7 @@ class Framework:
         limits: Limits = DEFAULT_LIMITS,
         history_capacity: int = DEFAULT_HISTORY_CAPACITY,
         trusted_keys: Sequence[Any] | None = None,
+        backend_options: Mapping[str, Any] | None = None,
     ) -> None:
         _positive_int("verify_sample", verify_sample, minimum=0)
         _positive_int("verify_warmup", verify_warmup, minimum=0)
@@ -253,7 +256,7 @@ class Framework:
         self.fabric = (
             fabric
             if isinstance(fabric, Fabric)
-            else open_fabric(fabric, backend=backend, pace=pace)
+            else open_fabric(fabric, backend=backend, pace=pace, **dict(backend_options or {}))
         )
         self.registry = Registry()
         self.interfaces = InterfaceCatalog()

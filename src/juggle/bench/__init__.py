@@ -10,7 +10,8 @@ context operations' bus time, modeled, in keys that say so), ``rtl`` (the Verilo
 simulation speed behind a window, measured), ``daemon`` (a call's round trip through the juggle
 daemon and the throughput of 64 KiB buffers through it, measured), ``verify`` (what checking
 hardware results against software costs a hardware call: off, default, every call; measured),
-``linux`` (one SIGBUS-guarded 32-bit register access on a mapped file, measured).
+``linux`` (one SIGBUS-guarded 32-bit register access on a mapped file, and juggle's own work per
+partial load into rp0 on the kv260 fake kernel with the fake's time subtracted; both measured).
 """
 
 from __future__ import annotations

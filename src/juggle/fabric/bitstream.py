@@ -58,6 +58,7 @@ __all__ = [
     "Bitstream",
     "build_bitstream",
     "build_vendor_bit",
+    "check_family",
     "find_sync",
     "kernel_image",
     "load_any",
@@ -593,20 +594,11 @@ def _headerless(data: bytes, source: str, fmt: str, order: str) -> Bitstream:
     )
 
 
-def kernel_image(bitstream: Bitstream, data: bytes, family: str) -> bytes:
-    """The bytes ``family``'s Linux FPGA manager takes for ``data`` (the file ``bitstream``
-    describes): the header stripped and the words put in the order the manager wants
-    (:data:`FAMILIES`: byte-swapped for Zynq-7000's PCAP, big-endian for ZynqMP); a ``.pdi``
-    passed through for Versal.
-
-    Raises, naming the file and the field, before anything is written anywhere:
-    :class:`~juggle.errors.BitstreamFamilyError` for an unknown ``family``, a format the
-    family's manager does not take, or a ``.bit`` whose part is of another family;
-    :class:`~juggle.errors.BitstreamFormatError` when ``data`` is not ``bitstream.size``
-    bytes or the image is not a whole number of 32-bit words where its words must be
-    reordered; :class:`~juggle.errors.SyncWordError` for a ``.bit`` whose payload holds no
-    sync word.
-    """
+def check_family(bitstream: Bitstream, family: str) -> None:
+    """Whether ``family``'s Linux FPGA manager takes ``bitstream`` (its format, and the family
+    of its part); changes nothing. Raises :class:`~juggle.errors.BitstreamFamilyError` naming
+    the file and the field: an unknown ``family``, a format the manager does not take, a
+    ``.bit`` whose part is of another family."""
     source = bitstream.source
     known = FAMILIES.get(family) if isinstance(family, str) else None
     if known is None:
@@ -615,7 +607,7 @@ def kernel_image(bitstream: Bitstream, data: bytes, family: str) -> bytes:
             f"(known: {', '.join(sorted(FAMILIES))})",
             (source, "family"),
         )
-    formats, want = known
+    formats, _ = known
     if bitstream.format not in formats:
         raise BitstreamFamilyError(
             f"bitstream {source!r}: format {bitstream.format!r} is not what a {family} FPGA "
@@ -630,6 +622,25 @@ def kernel_image(bitstream: Bitstream, data: bytes, family: str) -> bytes:
                 f"device, the manager is {family}",
                 (source, "part"),
             )
+
+
+def kernel_image(bitstream: Bitstream, data: bytes, family: str) -> bytes:
+    """The bytes ``family``'s Linux FPGA manager takes for ``data`` (the file ``bitstream``
+    describes): the header stripped and the words put in the order the manager wants
+    (:data:`FAMILIES`: byte-swapped for Zynq-7000's PCAP, big-endian for ZynqMP); a ``.pdi``
+    passed through for Versal.
+
+    Raises, naming the file and the field, before anything is written anywhere:
+    :class:`~juggle.errors.BitstreamFamilyError` for an unknown ``family``, a format the
+    family's manager does not take, or a ``.bit`` whose part is of another family;
+    :class:`~juggle.errors.BitstreamFormatError` when ``data`` is not ``bitstream.size``
+    bytes or the image is not a whole number of 32-bit words where its words must be
+    reordered; :class:`~juggle.errors.SyncWordError` for a ``.bit`` whose payload holds no
+    sync word.
+    """
+    check_family(bitstream, family)
+    source = bitstream.source
+    _, want = FAMILIES[family]
     if not isinstance(data, bytes | bytearray | memoryview) or len(data) != bitstream.size:
         size = len(data) if isinstance(data, bytes | bytearray | memoryview) else type(data)
         raise BitstreamFormatError(

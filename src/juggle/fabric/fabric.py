@@ -146,7 +146,8 @@ class Fabric:
         :class:`~juggle.errors.NotPartialError` (a full-device image),
         :class:`~juggle.errors.BitstreamTooLargeError`, :class:`~juggle.errors.ResourceError`,
         then the backend's refusal (:class:`~juggle.errors.UnknownDesignError` on the
-        simulator), each naming the values that disagree.
+        simulator; :class:`~juggle.errors.DfxPackageError` on Linux for a dfx-mgr slot whose
+        overlay is malformed), each naming the values that disagree.
         """
         target = self.region(region).profile
         board_part = self.profile.board.part
@@ -182,8 +183,18 @@ class Fabric:
                 f"{resources.describe_shortfall(target.resources)}",
                 resources,
             )
+        # a backend whose kernel takes some formats only (Linux: a ZynqMP manager takes no
+        # .pdi) refuses the others here, before anything is written
+        check_bitstream = getattr(self._backend, "check_bitstream", None)
+        if check_bitstream is not None:
+            check_bitstream(bitstream)
         if design:
             self._backend.check_design(bitstream.design, target)
+            # a backend that loads what the bitstream's file brings beside it (the Linux
+            # backend: a dfx-mgr slot's overlay) notes it; the others have no such hook
+            describe = getattr(self._backend, "describe", None)
+            if describe is not None:
+                describe(bitstream, target)
 
     def program(
         self,

@@ -20,20 +20,34 @@ accelerator has ``AccelConfig`` and ``rm_comm_box``). :meth:`LinuxBackend.attach
 first (the main window, what ``Fabric.window`` hands a driver); every window of the region,
 the main one included, is in that window's ``windows`` mapping and in
 :meth:`LinuxBackend.windows`, by name.
+
+**dfx-mgr packages.** A co-module's bitstream may be a slot partial of a dfx-mgr package
+(``juggle module import-dfx`` writes such descriptors): its folder ``<accel>_slot<N>/`` holds
+the slot's own overlay. :meth:`LinuxBackend.describe` (called by ``Fabric.check`` for every
+bitstream it checks, so at install and before each program) finds it beside the file the
+bitstream was read from (:func:`juggle.fabric.linux.dfxmgr.slot_design`: the overlay must load
+that partial, as a partial, with its devices inside the region's window) and every load of
+that design into that region then carries it (``SlotLoad.overlay``, with ``firmware-name``
+set to the file the image is staged as) and the accelerator's name (``SlotLoad.package``),
+whichever loader runs: dfx-mgrd applies it, or juggle's overlay loader does. A module in a zip
+archive has no folder to look in: its loads bring the overlay juggle generates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
+import threading
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from juggle.errors import BackendError, FabricError, WindowAttachError
-from juggle.fabric.bitstream import part_family
-from juggle.fabric.linux.loader import Loader, ShellSpec
-from juggle.fabric.linux.ops import DesignExtras, LinuxManagerOps
+from juggle.fabric.bitstream import Bitstream, check_family, part_family
+from juggle.fabric.linux.loader import Loader, ShellSpec, SlotLoad
+from juggle.fabric.linux.ops import TOY_FAMILY, DesignExtras, LinuxManagerOps
 from juggle.fabric.linux.overlay import FirmwareStage, OverlayLoader, SlotWindow, SysfsLoader
 from juggle.fabric.linux.shell import ShellControl, SlotBridgeOps
 from juggle.fabric.linux.sysfs import HostSysfs, SysfsOps
@@ -66,6 +80,48 @@ def family_of(part: str) -> str:
     return family
 
 
+_Stamp = tuple[tuple[int, int, int], ...]
+
+
+def _stamp(*paths: Path) -> _Stamp:
+    """What tells a file changed: (inode, size, mtime) of each path ((0, 0, 0) if absent)."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append((0, 0, 0))
+        else:
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+class _DescribedLoader:
+    """The loader the manager's steps drive: ``inner``, with each load of a described design
+    (:meth:`LinuxBackend.describe`) given its slot's overlay and accelerator, unless the load
+    brings an overlay of its own (:meth:`LinuxBackend.register_design`)."""
+
+    def __init__(self, inner: Loader, described: Mapping[tuple[str, str], DesignExtras]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._described = described
+
+    def load(self, job: SlotLoad) -> None:
+        extras = self._described.get((job.design, job.region))
+        if extras is not None and extras.overlay is not None and job.overlay is None:
+            from juggle.fabric.linux.dfxmgr import retarget_overlay
+
+            overlay = retarget_overlay(extras.overlay, job.firmware_name, source=job.design)
+            job = dataclasses.replace(job, overlay=overlay, package=job.package or extras.package)
+        self.inner.load(job)
+
+    def unload(self, region: str) -> None:
+        self.inner.unload(region)
+
+    def loaded(self) -> Mapping[str, str]:
+        return self.inner.loaded()
+
+
 class LinuxBackend:
     """Operation tables over a loader, the static shell and UIO (see the module doc)."""
 
@@ -96,9 +152,14 @@ class LinuxBackend:
         self._timeout = uio_timeout_s
         self._manager_dir = f"{_MANAGERS}/{manager}" if manager else None
         self._extras: dict[str, DesignExtras] = {}
+        # (design, region) -> what describe() found beside the design's file, and the file
+        # (source, stamp) it was read from
+        self._described: dict[tuple[str, str], DesignExtras] = {}
+        self._described_from: dict[tuple[str, str], tuple[str, _Stamp]] = {}
+        self._describe_lock = threading.Lock()
         self._windows: dict[str, dict[str, UioWindow]] = {}
         self._manager = LinuxManagerOps(
-            loader,
+            _DescribedLoader(loader, self._described),
             family=family,
             slots={region: spec.slot for region, spec in shell.slots.items()},
             extras=lambda design: self._extras.get(design, DesignExtras()),
@@ -143,6 +204,47 @@ class LinuxBackend:
 
     def check_design(self, design: str, region: RegionProfile) -> None:
         """Any design goes: the bitstream itself is the hardware."""
+
+    def check_bitstream(self, bitstream: Bitstream) -> None:
+        """Whether this family's FPGA manager takes ``bitstream`` (its format and the family
+        of its part), before anything is written; raises
+        :class:`~juggle.errors.BitstreamFamilyError` naming the file and the field. juggle's
+        own toy family (``virtex2p``) goes to the kernel as it is."""
+        if self.family != TOY_FAMILY:
+            check_family(bitstream, self.family)
+
+    def describe(self, bitstream: Bitstream, region: RegionProfile) -> None:
+        """Note what ``bitstream``'s file brings beside it for loads into ``region``: a
+        dfx-mgr slot's overlay and accelerator (see the module doc), read once per version of
+        the files (a changed partial or overlay is read again). A bitstream from anywhere else
+        describes nothing (and forgets what an earlier file of that design said).
+
+        Raises :class:`~juggle.errors.DfxPackageError` naming the ``.dtbo`` and the field
+        when the slot's overlay is malformed, loads another file or a full image, or puts a
+        device outside ``region``'s window (nothing is noted then)."""
+        from juggle.fabric.linux.dfxmgr import in_slot_folder, slot_design
+
+        key = (bitstream.design, region.name)
+        partial = Path(bitstream.source)
+        if not in_slot_folder(partial):  # no dfx-mgr slot folder: no I/O
+            with self._describe_lock:
+                self._described.pop(key, None)
+                self._described_from.pop(key, None)
+            return
+        folder = partial.parent
+        dtbos = sorted(folder.glob("*.dtbo")) if folder.is_dir() else []
+        stamp = _stamp(partial, folder, *dtbos)
+        with self._describe_lock:
+            if self._described_from.get(key) == (bitstream.source, stamp):
+                return
+        found = slot_design(partial, window=(region.window_base, region.window_size))
+        with self._describe_lock:
+            if found is None:
+                self._described.pop(key, None)
+            else:
+                self._described[key] = DesignExtras(found.overlay, found.accel)
+                self.trace.append(f"describe {region.name} {found.accel}_slot{found.slot}")
+            self._described_from[key] = (bitstream.source, stamp)
 
     def attach(self, region: RegionProfile, design: str) -> MMIO:
         """Map ``region``'s windows, now that ``design`` is loaded and its slot released.
@@ -368,7 +470,10 @@ def _choose_loader(
 
         if dfxmgrd_answers(socket):
             log.info("dfx-mgrd answers at %s: juggle loads through it, never writing fpga0", socket)
-            return DfxMgrdLoader(socket), None
+            # where the shell's base files are when dfx-mgrd is asked to load it (load_base):
+            # the firmware folder, else the kernel's default one (fw_search_path.rst)
+            folder = firmware_dir or getattr(linux, "firmware_dir", None) or "lib/firmware"
+            return DfxMgrdLoader(socket, firmware_dir=fs.root / folder.lstrip("/")), None
         if dfxmgrd is True or (isinstance(dfxmgrd, str) and dfxmgrd.lower() in _YES):
             raise BackendError(f"dfx-mgrd does not answer at {socket}", str(socket))
     found = _find_manager(fs, manager or getattr(linux, "manager", None))

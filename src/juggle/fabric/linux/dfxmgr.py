@@ -42,7 +42,11 @@ protocol, so dfx-mgrd and juggle agree on who holds each slot and juggle never w
 FPGA manager itself while dfx-mgrd runs. A dfx-mgr package becomes the hardware tier of a
 co-module with :func:`import_package` (``juggle module import-dfx``), which writes a
 ``juggle.toml`` whose per-region bitstream table names each slot's partial; the slot's overlay
-is the ``.dtbo`` beside it (:func:`slot_overlay`).
+is the ``.dtbo`` beside it (:func:`slot_overlay`). When such a module is installed on the Linux
+backend, the backend reads that overlay (:func:`slot_design`, which checks it loads that very
+partial, as a partial, with its devices inside the region's window) and every load of the
+design carries it, its ``firmware-name`` set to the file the image is staged as
+(:func:`retarget_overlay`), through dfx-mgrd or juggle's own overlay loader alike.
 """
 
 from __future__ import annotations
@@ -71,11 +75,15 @@ __all__ = [
     "DfxPackage",
     "DfxSlot",
     "MAX_JSON_BYTES",
+    "SlotDesign",
     "decode_message",
     "dfxmgrd_answers",
     "encode_message",
     "import_package",
+    "in_slot_folder",
     "read_package",
+    "retarget_overlay",
+    "slot_design",
     "slot_overlay",
 ]
 
@@ -715,6 +723,103 @@ def slot_overlay(partial: str | Path) -> Path | None:
     folder = Path(partial).parent
     dtbos = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".dtbo")
     return dtbos[0] if len(dtbos) == 1 else None
+
+
+def in_slot_folder(partial: str | Path) -> bool:
+    """Whether ``partial`` sits in a folder named as dfx-mgr names a slot's
+    (``<accel>_slot<N>``); looks at the name only."""
+    return _SLOT_DIR.match(Path(partial).parent.name) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SlotDesign:
+    """What a dfx-mgr slot folder brings beside its partial (:func:`slot_design`): the
+    accelerator and slot its folder ``<accel>_slot<N>`` names, its overlay's path and blob."""
+
+    accel: str
+    slot: int
+    overlay_path: Path
+    overlay: bytes
+
+
+def slot_design(partial: str | Path, *, window: tuple[int, int] | None = None) -> SlotDesign | None:
+    """The dfx-mgr slot design ``partial`` belongs to, read from its folder: None unless the
+    file sits in a ``<accel>_slot<N>/`` folder holding one ``.dtbo`` (dfx-mgr's slot-folder
+    convention, README.md "Directory Structure").
+
+    The overlay is read (at most :data:`~juggle.fabric.linux.fdt.MAX_BLOB_BYTES`) and checked
+    before anything uses it: it must parse, load this very partial (its ``firmware-name``
+    names the file: Documentation/devicetree/bindings/fpga/fpga-region, "firmware-name"), as
+    a partial (``partial-fpga-config``: without it the region would take a full image, the
+    shell with it), and, with ``window`` = (base, size), declare devices only inside that
+    window (a device elsewhere would hand user space someone else's registers). Raises
+    :class:`~juggle.errors.DfxPackageError` naming the ``.dtbo`` and the field.
+    """
+    from juggle.errors import BitstreamFormatError
+    from juggle.fabric.linux.fdt import MAX_BLOB_BYTES, read_overlay
+
+    path = Path(partial)
+    match = _SLOT_DIR.match(path.parent.name)
+    if match is None or not path.is_file():
+        return None
+    folder = path.parent
+    dtbos = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".dtbo")
+    found = _one(folder, dtbos, "overlay (.dtbo)", required=False)
+    if found is None:
+        return None
+    try:
+        with open(found, "rb") as handle:
+            blob = handle.read(MAX_BLOB_BYTES + 1)
+    except OSError as exc:
+        raise _fail(found, "<file>", f"cannot be read: {exc.strerror or exc}") from exc
+    if len(blob) > MAX_BLOB_BYTES:
+        raise _fail(found, "<file>", f"larger than {MAX_BLOB_BYTES} bytes")
+    try:
+        info = read_overlay(blob, source=str(found))
+    except BitstreamFormatError as exc:
+        raise _fail(found, "<blob>", str(exc)) from exc
+    if info.firmware_name is None:
+        raise _fail(found, "firmware-name", "missing: the overlay loads no partial")
+    if Path(info.firmware_name).name != path.name:
+        raise _fail(
+            found,
+            "firmware-name",
+            f"{info.firmware_name!r} is not the slot's partial {path.name!r}",
+        )
+    if not info.partial:
+        raise _fail(
+            found, "partial-fpga-config", "missing: the overlay would load a full-device image"
+        )
+    if window is not None:
+        base, size = window
+        for node in info.uio_nodes:
+            for address, length in node.regs:
+                if not (base <= address and address + length <= base + size):
+                    raise _fail(
+                        found,
+                        f"{node.node}/reg",
+                        f"({address:#x}, {length:#x}) is outside the region's window "
+                        f"{base:#x}+{size:#x}",
+                    )
+    return SlotDesign(match["accel"], int(match["slot"]), found, blob)
+
+
+def retarget_overlay(blob: bytes, firmware_name: str, *, source: str = "<dtbo>") -> bytes:
+    """``blob`` with its ``firmware-name`` set to ``firmware_name``: the name juggle (or
+    dfx-mgrd, for juggle) stages the kernel-ready image under, so the kernel's firmware
+    loader finds what was staged and not the package's own file. Everything else of the tree
+    stays as it was (the reservation map, which overlays leave empty, is written empty).
+    Raises :class:`~juggle.errors.BitstreamFormatError` for a malformed blob."""
+    from juggle.fabric.linux.fdt import decode_fdt, encode_fdt
+
+    if not re.fullmatch(r"[\x21-\x7e]{1,255}", firmware_name):
+        raise ValueError(f"firmware name {firmware_name!r} is not printable ASCII")
+    root = decode_fdt(blob, source=source)
+    for fragment in root.children:
+        overlay = fragment.child("__overlay__")
+        if overlay is not None and "firmware-name" in overlay.props:
+            overlay.props["firmware-name"] = firmware_name.encode("ascii") + b"\0"
+    return encode_fdt(root)
 
 
 # -- import-dfx ---------------------------------------------------------------------------------

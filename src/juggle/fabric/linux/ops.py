@@ -31,13 +31,21 @@ from juggle.fabric.bitstream import Bitstream, kernel_image
 from juggle.fabric.linux.loader import Loader, SlotLoad
 from juggle.fabric.linux.shell import SlotBridgeOps
 
-__all__ = ["DesignExtras", "LinuxBridgeOps", "LinuxManagerOps", "SoftBridgeOps", "firmware_name"]
+__all__ = [
+    "TOY_FAMILY",
+    "DesignExtras",
+    "LinuxBridgeOps",
+    "LinuxManagerOps",
+    "SoftBridgeOps",
+    "firmware_name",
+]
 
 #: kept under its old name: a slot's bridge is its isolation (see the module doc)
 LinuxBridgeOps = SlotBridgeOps
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
-_TOY_FAMILY = "virtex2p"
+#: juggle's own teaching family: its .bit goes to the (fake) kernel as it is
+TOY_FAMILY = "virtex2p"
 
 
 def firmware_name(region: str, design: str, fmt: str) -> str:
@@ -125,7 +133,7 @@ class LinuxManagerOps:
             raise ProgrammingError("write_complete before write_init", self.directory)
         # virtex2p is juggle's toy family (the paper's XUPV2P board, no Linux manager driver):
         # its juggle .bit goes as the file is; every real family gets the converted image
-        image = data if self.family == _TOY_FAMILY else kernel_image(bitstream, data, self.family)
+        image = data if self.family == TOY_FAMILY else kernel_image(bitstream, data, self.family)
         extras = self._extras(bitstream.design)
         job = SlotLoad(
             region=region,

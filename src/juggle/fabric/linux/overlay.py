@@ -192,9 +192,12 @@ class OverlayLoader:
             return job.overlay
         from juggle.fabric.linux.fdt import UioNode, build_overlay
 
+        # a window the static shell already declares (Kria's base overlay carries the slots'
+        # AccelConfig and rm_comm_box nodes) is not declared again: two nodes at one address
         nodes = [
             UioNode(node=w.uio_name, reg=(w.base, w.size))
             for w in self._windows.get(job.region, ())
+            if not self._present(w.uio_name, w.base, w.size)
         ]
         return build_overlay(
             firmware_name=job.firmware_name,
@@ -203,6 +206,21 @@ class OverlayLoader:
             partial=job.partial,
             cells=self._cells,
         )
+
+    def _present(self, name: str, base: int, size: int) -> bool:
+        """Whether a UIO device named ``name`` has its registers inside ``base``..``size``."""
+        from juggle.fabric.linux.uio import read_uio_map, uio_names
+
+        for device, found in uio_names(self._sysfs).items():
+            if found != name:
+                continue
+            try:
+                start = read_uio_map(self._sysfs, device).register_base
+            except BackendError:
+                continue
+            if base <= start < base + size:
+                return True
+        return False
 
     def load(self, job: SlotLoad) -> None:
         """Apply ``job``'s overlay under ``overlays/juggle-<region>`` (replacing what the slot

@@ -11,6 +11,7 @@ from juggle.fabric import open_fabric
 from juggle.fabric.bitstream import build_vendor_bit, parse_any, to_bin
 from juggle.fabric.linux.fake import FakeKernel
 from juggle.fabric.linux.fdt import UioNode, build_overlay
+from juggle.fabric.profiles import load_profile
 
 KV_PART = "xck26-sfvc784-2LV-c"
 SHELL_IMAGE = "opendfx_shell_wrapper.bit.bin"
@@ -53,3 +54,45 @@ def test_windows_the_shell_declares_are_not_declared_again(tmp_path: Path) -> No
         assert window.read32(0) == 5
         fab.unload("rp0")
         assert _names(kernel) == shell_nodes  # the shell's nodes stay
+
+
+def test_a_shell_applied_through_the_dtbo_attribute_is_recognised(tmp_path: Path) -> None:
+    """dfx-mgrd applies overlays by writing the blob (``path`` stays empty): open finds the
+    shell by the ``firmware-name`` its blob names, and loads nothing again."""
+    kernel = FakeKernel(tmp_path, part=KV_PART, family="zynqmp")
+    kernel.write_file(
+        f"lib/firmware/{SHELL_IMAGE}",
+        to_bin(build_vendor_bit("opendfx_shell", KV_PART, partial=False)),
+    )
+    siha = UioNode(node="SIHA_Manager", reg=(0xA010_0000, 0x10000))
+    blob = build_overlay(firmware_name=SHELL_IMAGE, target="fpga_full", uio=[siha])
+    item = "sys/kernel/config/device-tree/overlays/dfx-mgr-base"
+    kernel.mkdir(item)
+    kernel.write_bytes(f"{item}/dtbo", blob)
+    assert kernel.read(f"{item}/status").strip() == "applied"
+    assert kernel.read(f"{item}/path").strip() == ""
+    before = list(kernel.log)
+    with open_fabric("kv260", backend="linux", sysfs=kernel, uio_timeout_s=2.0) as fab:
+        assert fab.regions()[0].state == "EMPTY"
+    new = [path for path, _ in kernel.log[len(before) :]]
+    assert not [p for p in new if "overlays" in p], new  # found, not applied again
+
+
+def test_board_check_sees_a_shell_applied_through_the_dtbo_attribute(tmp_path: Path) -> None:
+    from juggle.fabric.linux.check import examine
+
+    kernel = FakeKernel(tmp_path, part=KV_PART, family="zynqmp")
+    siha = UioNode(node="SIHA_Manager", reg=(0xA010_0000, 0x10000))
+    kernel.write_file(
+        f"lib/firmware/{SHELL_IMAGE}",
+        to_bin(build_vendor_bit("opendfx_shell", KV_PART, partial=False)),
+    )
+    item = "sys/kernel/config/device-tree/overlays/dfx-mgr-base"
+    kernel.mkdir(item)
+    kernel.write_bytes(
+        f"{item}/dtbo", build_overlay(firmware_name=SHELL_IMAGE, target="fpga_full", uio=[siha])
+    )
+    report = examine(load_profile("kv260"), root=tmp_path)
+    assert report.shell is not None
+    assert report.shell["loaded"] is True, report.shell
+    assert report.shell["base_overlay_applied_as"] == "dfx-mgr-base"

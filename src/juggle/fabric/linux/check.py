@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from juggle.errors import BackendError
+from juggle.errors import BackendError, JuggleError
 from juggle.fabric.linux.dfxmgr import DEFAULT_SOCKET, dfxmgrd_answers
 from juggle.fabric.linux.overlay import JUGGLE_FIRMWARE_DIR, overlay_item
 from juggle.fabric.profiles import BoardProfile, RegionProfile, ShellSection
@@ -172,6 +172,14 @@ class _Tree:
         except OSError:
             return None
         return data.decode("ascii", errors="replace").strip()
+
+    def read_bytes(self, rel: str, limit: int) -> bytes | None:
+        """At most ``limit`` bytes of a (binary) attribute, None when absent or unreadable."""
+        try:
+            with open(self.path(rel), "rb") as handle:
+                return handle.read(limit)
+        except OSError:
+            return None
 
     def exists(self, rel: str) -> bool:
         return os.path.lexists(self.path(rel))
@@ -467,6 +475,23 @@ def _on_search_path(tree: _Tree, fw: Mapping[str, Any], name: str) -> str | None
     return None
 
 
+def _blob_names(tree: _Tree, entry: str, image: str | None) -> bool:
+    """Whether overlay ``entry``, applied through its ``dtbo`` attribute (its ``path`` empty:
+    dfx-mgrd writes blobs), names ``image`` as its ``firmware-name``."""
+    if image is None:
+        return False
+    from juggle.fabric.linux.fdt import MAX_BLOB_BYTES, read_overlay
+
+    blob = tree.read_bytes(f"{_OVERLAYS}/{entry}/dtbo", MAX_BLOB_BYTES)
+    if not blob:
+        return False
+    try:
+        name = read_overlay(blob, source=f"{_OVERLAYS}/{entry}/dtbo").firmware_name
+    except JuggleError:
+        return False
+    return name is not None and Path(name).name == image
+
+
 def _shell(
     tree: _Tree,
     shell: ShellSection,
@@ -481,7 +506,11 @@ def _shell(
     if shell.base_overlay is not None:
         for overlay in overlays:
             path = overlay["path"] or ""
-            if overlay["status"] == "applied" and Path(path).name == shell.base_overlay:
+            if overlay["status"] != "applied":
+                continue
+            if Path(path).name == shell.base_overlay or (
+                not path and _blob_names(tree, overlay["name"], shell.base_image)
+            ):
                 base_applied = overlay["name"]
     isolation = [d for d in devices if shell.isolation_uio and d.name == shell.isolation_uio]
     if shell.base_overlay is not None:

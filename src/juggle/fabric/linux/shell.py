@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from juggle.errors import BackendError, BridgeError, FabricError
+from juggle.errors import BackendError, BridgeError, FabricError, JuggleError
 from juggle.fabric.linux.busguard import GuardedMap
 from juggle.fabric.linux.loader import IsolationWrite, ShellSpec, SlotSpec
 from juggle.fabric.linux.sysfs import SysfsOps
@@ -71,6 +71,23 @@ def applied_overlays(sysfs: SysfsOps) -> dict[str, str]:
     return found
 
 
+def _blob_loads(sysfs: SysfsOps, entry: str, image: str | None) -> bool:
+    """Whether overlay ``entry``, applied through its ``dtbo`` attribute (dfx-mgrd applies
+    blobs; its ``path`` is then empty), names ``image`` as its ``firmware-name``: the blob reads
+    back from the binary attribute (drivers/of/configfs.c ``cfs_overlay_item_dtbo_read``)."""
+    if image is None:
+        return False
+    from juggle.fabric.linux.fdt import read_overlay
+
+    try:
+        blob = sysfs.read_bytes(f"{_OVERLAYS}/{entry}/dtbo")
+        info = read_overlay(blob, source=f"{_OVERLAYS}/{entry}/dtbo")
+    except (OSError, JuggleError):
+        return False
+    name = info.firmware_name
+    return name is not None and name.rsplit("/", 1)[-1] == image
+
+
 def shell_status(sysfs: SysfsOps, spec: ShellSpec) -> ShellStatus:
     """Whether ``spec`` is the loaded shell, judged from what the kernel shows: its base
     overlay applied (an overlay whose ``path`` names ``base_overlay``) and its isolation
@@ -80,7 +97,9 @@ def shell_status(sysfs: SysfsOps, spec: ShellSpec) -> ShellStatus:
     if spec.base_overlay is not None:
         applied = applied_overlays(sysfs)
         for entry, path in applied.items():
-            if path.rsplit("/", 1)[-1] == spec.base_overlay:
+            if path.rsplit("/", 1)[-1] == spec.base_overlay or (
+                not path and _blob_loads(sysfs, entry, spec.base_image)
+            ):
                 overlay = entry
                 break
         else:

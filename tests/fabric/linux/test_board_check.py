@@ -9,7 +9,6 @@ removed it exits non-zero naming what is missing.
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import json
 import os
 import shutil
@@ -22,7 +21,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from juggle import Framework
 from juggle.cli import app
 from juggle.errors import BackendError
 from juggle.fabric.bitstream import build_vendor_bit, to_bin
@@ -303,11 +301,6 @@ def test_check_refuses_an_unknown_option(board: FakeKernel) -> None:
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="the daemon tests run as root here")
-@pytest.mark.skipif(
-    "backend_options" not in inspect.signature(Framework).parameters,
-    reason="pending: juggle.Framework takes no backend_options yet, so the daemon cannot pass "
-    "--backend-option on (see the L3b report)",
-)
 def test_daemon_starts_on_kv260_fake_and_serves_a_client_process(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "daemon"))
     try:

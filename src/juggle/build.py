@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from juggle.errors import BackendError, DescriptorError
+from juggle.errors import BackendError, DescriptorError, ResourceError
 from juggle.fabric.profiles import load_profile
-from juggle.fabric.resources import Resources
+from juggle.fabric.resources import Resources, kinds_of
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.progress import Progress
 from juggle.runtime.modules import ModuleSource
@@ -26,8 +26,6 @@ __all__ = ["REPORT_FILE", "build_module", "read_report"]
 
 #: the synthesis report beside a module's descriptor
 REPORT_FILE = "resources.json"
-
-_FIELDS = ("slices", "flipflops", "mult18", "ram16")
 
 
 def _rtl_of(source: ModuleSource, design: str) -> tuple[list[Path], str]:
@@ -89,12 +87,12 @@ def build_module(
         sources, top = _rtl_of(source, design)
         report = synthesize(sources, top, family)
         entry = report.as_dict()
-        entry["resources"] = dict(zip(_FIELDS, _figures(report.resources()), strict=True))
+        entry["resources"] = report.resources().as_dict()  # in the family's own kinds
         designs[design] = entry
     if progress is not None:
         progress("done", len(todo), len(todo))
     document = {
-        "figure": "modeled (Yosys synth_xilinx; slices are a packing estimate)",
+        "figure": "modeled (Yosys synth_xilinx; slices, where counted, are a packing estimate)",
         "board": board.name,
         "part": board.board.part,
         "family": family,
@@ -106,10 +104,6 @@ def build_module(
     return document
 
 
-def _figures(resources: Resources) -> tuple[int, int, int, int]:
-    return (resources.slices, resources.flipflops, resources.mult18, resources.ram16)
-
-
 def read_report(source: ModuleSource) -> dict[str, Resources]:
     """Design → synthesized resources from the module's ``resources.json`` (empty without
     one). Raises :class:`~juggle.errors.DescriptorError` naming the file when it is
@@ -119,13 +113,27 @@ def read_report(source: ModuleSource) -> dict[str, Resources]:
     shown = source.display(REPORT_FILE)
     try:
         document = json.loads(source.read_bytes(REPORT_FILE, "max_descriptor_bytes"))
+        family = document.get("family")
         out = {}
         for design, entry in document["designs"].items():
-            figures = entry["resources"]
-            out[str(design)] = Resources(**{k: int(figures[k]) for k in _FIELDS})
+            figures = {str(k): int(v) for k, v in dict(entry["resources"]).items()}
+            if not figures:
+                raise KeyError("resources")
+            # the family the report was built for, when its figures are in that family's kinds
+            # (a report of an older juggle holds slice kinds for every family)
+            known = isinstance(family, str) and _counts_in(family, figures)
+            out[str(design)] = Resources(family=family if known else None, **figures)
         return out
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ResourceError) as exc:
         raise DescriptorError(
             f"{shown}: not a synthesis report of juggle module build ({type(exc).__name__}: {exc})",
             shown,
         ) from exc
+
+
+def _counts_in(family: str, figures: dict[str, int]) -> bool:
+    try:
+        kinds = kinds_of(family)
+    except ResourceError:
+        return False
+    return all(k in kinds for k in figures)

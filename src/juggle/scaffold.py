@@ -44,24 +44,37 @@ from juggle.errors import (
     ResourceError,
 )
 from juggle.fabric.bitstream import build_bitstream, normalize_part
-from juggle.fabric.resources import Resources
+from juggle.fabric.resources import SLICE_KINDS, Resources, kinds_of
 
 if TYPE_CHECKING:
     from juggle.fabric.profiles import BoardProfile, RegionProfile
 
 __all__ = [
     "TEMPLATE_RESOURCES",
+    "TEMPLATE_RESOURCES_LUT",
     "ModuleScaffold",
     "module_bitstream",
     "module_new",
     "new_module",
     "scaffold_module",
+    "template_resources",
     "write_module_bitstream",
 ]
 
 #: what the generated core declares (a modeled estimate: a 32-bit mask, input and output
 #: register, an XOR per bit and the bus glue)
 TEMPLATE_RESOURCES = Resources(slices=48, flipflops=104, mult18=0, ram16=0)
+#: the same core on a 6-input-LUT family (7-series, UltraScale+): no more 6-input LUTs than the
+#: 96 4-input LUTs of the 48 slices above, the same flip-flops (a modeled bound)
+TEMPLATE_RESOURCES_LUT = Resources(family="xc7", lut=96, ff=104, dsp=0, bram=0)
+
+
+def template_resources(family: str) -> Resources:
+    """What the generated core declares on ``family`` (a ``synth_xilinx`` family name), in that
+    family's kinds."""
+    template = TEMPLATE_RESOURCES if kinds_of(family) == SLICE_KINDS else TEMPLATE_RESOURCES_LUT
+    return Resources.of(template.as_dict(), family)
+
 
 _MODULE_NAME = re.compile(r"^[a-z0-9][a-z0-9_\-]*$")  # ModuleInfo.name of the descriptor
 _FALLBACK_METHOD = "process"
@@ -439,10 +452,7 @@ bitstreams = { $region_s = $bitstream_s }
 
 # a modeled estimate, not synthesized: replace with your core's figures
 [services.hardware.resources]
-slices = $slices
-flipflops = $flipflops
-mult18 = $mult18
-ram16 = $ram16
+$resources_toml
 """)
 
 
@@ -490,18 +500,20 @@ def _pick_region(board: BoardProfile, region: str | None) -> RegionProfile:
     """``region`` of ``board`` (checked to fit the template core), or the first that fits."""
     if region is not None:
         chosen = board.region(region)
-        if not TEMPLATE_RESOURCES.fits_in(chosen.resources):
+        template = template_resources(chosen.resources.family)
+        if not template.fits_in(chosen.resources):
             raise ResourceError(
                 f"the generated core does not fit region {region!r} of board {board.name!r}: "
-                f"{TEMPLATE_RESOURCES.describe_shortfall(chosen.resources)}",
+                f"{template.describe_shortfall(chosen.resources)}",
                 region,
             )
         return chosen
     for candidate in board.regions:
-        if TEMPLATE_RESOURCES.fits_in(candidate.resources):
+        if template_resources(candidate.resources.family).fits_in(candidate.resources):
             return candidate
+    family = board.regions[0].resources.family if board.regions else "xc2vp"
     raise ResourceError(
-        f"no region of board {board.name!r} fits the generated core ({TEMPLATE_RESOURCES})",
+        f"no region of board {board.name!r} fits the generated core ({template_resources(family)})",
         board.name,
     )
 
@@ -516,7 +528,13 @@ def _toml_str(text: str) -> str:
 
 
 def _sources(
-    name: str, interface: str, package: list[str], cls: str, region: str, board: str
+    name: str,
+    interface: str,
+    package: list[str],
+    cls: str,
+    region: str,
+    board: str,
+    template: Resources = TEMPLATE_RESOURCES,
 ) -> tuple[dict[str, str], dict[str, str], str]:
     """(relative path → text, role → class path, bitstream path) of the module's files."""
     base = _base_name(cls)
@@ -548,12 +566,7 @@ def _sources(
             "implements: replace the two below with your service's (docs/writing-a-module.md)."
         ),
     )
-    resources = {
-        "slices": TEMPLATE_RESOURCES.slices,
-        "flipflops": TEMPLATE_RESOURCES.flipflops,
-        "mult18": TEMPLATE_RESOURCES.mult18,
-        "ram16": TEMPLATE_RESOURCES.ram16,
-    }
+    resources = template.as_dict()  # in the kinds of the region's family
     files[f"{code}.py"] = _CODE.substitute(
         code_doc=_wrap(
             f"Module ``{name}``, interface ``{interface}``. Every part works as generated: the "
@@ -584,7 +597,7 @@ def _sources(
         code=code,
         region_s=_toml_str(region),
         bitstream_s=_toml_str(bitstream),
-        **resources,
+        resources_toml="\n".join(f"{k} = {v}" for k, v in resources.items()),
         **names,
     )
     classes = {
@@ -615,7 +628,15 @@ def scaffold_module(
         raise ModuleError(
             f"{str(path)!r} exists already; choose another NAME or target folder", str(path)
         )
-    files, classes, bitstream = _sources(name, interface, package, cls, chosen.name, board.name)
+    files, classes, bitstream = _sources(
+        name,
+        interface,
+        package,
+        cls,
+        chosen.name,
+        board.name,
+        template_resources(chosen.resources.family),
+    )
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=parent))

@@ -43,7 +43,13 @@ from pydantic import (
     model_validator,
 )
 
-from juggle.errors import ConfigurationError, InputLimitError, ProfileError, UnknownRegionError
+from juggle.errors import (
+    ConfigurationError,
+    InputLimitError,
+    ProfileError,
+    ResourceError,
+    UnknownRegionError,
+)
 from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits, check_size
 
@@ -174,13 +180,27 @@ class RegionProfile(_Table):
 
     ``max_bitstream_bytes`` bounds a partial bitstream for it; ``bitstream_bytes`` is the
     typical size (what an allocator estimates reconfiguration time from).
+
+    Resources are declared in the family's own kinds (see :mod:`juggle.fabric.resources`):
+    ``slices``, ``flipflops``, ``mult18``, ``ram16`` on a slice-counted family (Virtex-II Pro,
+    Virtex-4), or ``lut``, ``ff``, ``dsp``, ``bram`` (36 Kb tiles) on a LUT-counted one, plus
+    ``uram`` on UltraScale+: declaring ``uram`` (0 included) makes the region UltraScale+
+    (``xcup``), without it a LUT-counted region is 7-series (``xc7``). Either set is declared
+    whole. A LUT-counted region's ``slices``/``flipflops``/``mult18``/``ram16`` fields are
+    filled in as :class:`Resources` views them (a slice estimate, ff, dsp, 2 x bram), for code
+    that sizes regions by slices.
     """
 
     name: str = Field(min_length=1)
-    slices: int = Field(ge=0)
-    flipflops: int = Field(ge=0)
-    mult18: int = Field(ge=0)
-    ram16: int = Field(ge=0)
+    slices: int = Field(default=0, ge=0)
+    flipflops: int = Field(default=0, ge=0)
+    mult18: int = Field(default=0, ge=0)
+    ram16: int = Field(default=0, ge=0)
+    lut: int | None = Field(default=None, ge=0)
+    ff: int | None = Field(default=None, ge=0)
+    dsp: int | None = Field(default=None, ge=0)
+    bram: int | None = Field(default=None, ge=0)
+    uram: int | None = Field(default=None, ge=0)
     tbuf: int | None = Field(default=None, ge=0)
     max_bitstream_bytes: int = Field(gt=0)
     adjacent: tuple[str, ...] = ()
@@ -188,9 +208,56 @@ class RegionProfile(_Table):
     window_size: int = Field(gt=0, multiple_of=4)
     bitstream_bytes: int | None = Field(default=None, gt=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_kind_set(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        name = data.get("name")
+        old = [k for k in ("slices", "flipflops", "mult18", "ram16") if k in data]
+        new = [k for k in ("lut", "ff", "dsp", "bram", "uram") if k in data]
+        if old and new:
+            raise ValueError(
+                f"region {name!r} declares resources in two families' kinds: "
+                f"{', '.join(old)} (slice-counted) and {', '.join(new)} (LUT-counted); "
+                "declare one set"
+            )
+        if not new:
+            missing = [k for k in ("slices", "flipflops", "mult18", "ram16") if k not in data]
+            if missing:
+                raise ValueError(
+                    f"region {name!r} lacks {', '.join(missing)} (declare slices, flipflops, "
+                    "mult18, ram16, or lut, ff, dsp, bram [, uram])"
+                )
+            return data
+        missing = [k for k in ("lut", "ff", "dsp", "bram") if k not in data]
+        if missing:
+            raise ValueError(
+                f"region {name!r} lacks {', '.join(missing)} (a LUT-counted region declares "
+                "lut, ff, dsp, bram and, on UltraScale+, uram)"
+            )
+        filled = dict(data)
+        try:
+            view = Resources(
+                family="xcup" if "uram" in data else "xc7",
+                **{k: data[k] for k in new},
+            )
+        except ResourceError as exc:
+            raise ValueError(f"region {name!r}: {exc}") from exc
+        filled.update(
+            slices=view.slices, flipflops=view.flipflops, mult18=view.mult18, ram16=view.ram16
+        )
+        return filled
+
     @functools.cached_property
     def resources(self) -> Resources:
-        """The region's capacity as :class:`Resources` (the profile is frozen: built once)."""
+        """The region's capacity as :class:`Resources` in its family's kinds (the profile is
+        frozen: built once)."""
+        if self.lut is not None and self.ff is not None and self.dsp is not None:
+            counts = {"lut": self.lut, "ff": self.ff, "dsp": self.dsp, "bram": self.bram or 0}
+            if self.uram is not None:
+                return Resources(family="xcup", uram=self.uram, **counts)
+            return Resources(family="xc7", **counts)
         return Resources(self.slices, self.flipflops, self.mult18, self.ram16)
 
     @model_validator(mode="after")

@@ -37,6 +37,7 @@ from pydantic import (
 
 from juggle.errors import DescriptorError, InputLimitError
 from juggle.fabric.profiles import decode_untrusted, load_untrusted_toml, shown
+from juggle.fabric.resources import LUT_KINDS, SLICE_KINDS, Resources, kinds_of
 from juggle.limits import DEFAULT_LIMITS, Limits
 
 COMODULE_NS = "http://flowsgi.inf.ethz.ch/comodules"
@@ -64,12 +65,38 @@ class ImplementationSpec(_Strict):
 
 
 class ResourcesSpec(_Strict):
-    """Fabric resources a hardware module uses (Juggle Table 2)."""
+    """Fabric resources a hardware module uses (Juggle Table 2), in a family's own kinds.
 
-    slices: int = Field(default=0, ge=0)
-    flipflops: int = Field(default=0, ge=0)
-    mult18: int = Field(default=0, ge=0)
-    ram16: int = Field(default=0, ge=0)
+    ``slices``/``flipflops``/``mult18``/``ram16`` count them on a slice-counted family
+    (Virtex-II Pro, Virtex-4); ``lut``/``ff``/``dsp``/``bram`` (36 Kb tiles) and, on
+    UltraScale+, ``uram`` on a LUT-counted one (7-series, UltraScale+); see
+    :mod:`juggle.fabric.resources`. A table may hold both sets, one per kind of board the
+    module targets; :meth:`for_family` picks the set the target region is counted in.
+    """
+
+    slices: int | None = Field(default=None, ge=0)
+    flipflops: int | None = Field(default=None, ge=0)
+    mult18: int | None = Field(default=None, ge=0)
+    ram16: int | None = Field(default=None, ge=0)
+    lut: int | None = Field(default=None, ge=0)
+    ff: int | None = Field(default=None, ge=0)
+    dsp: int | None = Field(default=None, ge=0)
+    bram: int | None = Field(default=None, ge=0)
+    uram: int | None = Field(default=None, ge=0)
+
+    def for_family(self, family: str) -> Resources:
+        """The declared figures as :class:`Resources` of ``family`` (a ``synth_xilinx`` family
+        name, e.g. the region's ``resources.family``). When the table declares only the other
+        system's kinds, those are returned as declared, so that the fit check refuses them with
+        a :class:`~juggle.errors.ResourceError` naming both families. Raises ``ResourceError``
+        for a kind the family does not count (``uram`` on 7-series)."""
+        declared = {k: v for k, v in self.model_dump().items() if v is not None}
+        old = {k: v for k, v in declared.items() if k in SLICE_KINDS}
+        new = {k: v for k, v in declared.items() if k in LUT_KINDS}
+        mine = old if kinds_of(family) == SLICE_KINDS else new
+        if mine or not declared:
+            return Resources(family=family, **mine)
+        return Resources(**(old or new))
 
 
 class HardwareSpec(_Strict):

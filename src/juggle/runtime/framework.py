@@ -413,7 +413,9 @@ class Framework:
                 )
         resources = None
         if hw.resources is not None:
-            resources = Resources(**hw.resources.model_dump())
+            regions = self.fabric.profile.regions  # a board's regions share one family
+            family = regions[0].resources.family if regions else "xc2vp"
+            resources = hw.resources.for_family(family)
         else:
             for bitstream, _ in bitstreams.values():
                 declared = self._model_resources(bitstream.design)
@@ -444,7 +446,7 @@ class Framework:
             return None
         declared = getattr(model, "resources", None)
         if isinstance(declared, Mapping):
-            return Resources(**{k: int(v) for k, v in declared.items()})
+            return Resources.of({str(k): int(v) for k, v in declared.items()})
         return None
 
     def module(self, module_id_or_name: int | str) -> Module:

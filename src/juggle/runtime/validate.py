@@ -30,7 +30,6 @@ from juggle.errors import (
     UnknownInterfaceError,
 )
 from juggle.fabric.fabric import open_fabric
-from juggle.fabric.resources import Resources
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.runtime.descriptors import Descriptor
 from juggle.runtime.integrity import load_public_keys
@@ -230,7 +229,9 @@ def _check_hardware(
 ) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     hw = spec.hardware
-    resources = Resources(**hw.resources.model_dump()) if hw.resources is not None else None
+    regions = fabric.profile.regions
+    family = regions[0].resources.family if regions else "xc2vp"  # one family a board
+    resources = hw.resources.for_family(family) if hw.resources is not None else None
     for target, (_, bitstream, _) in source.load_bitstreams(
         hw.bitstreams, fabric.region_names()
     ).items():

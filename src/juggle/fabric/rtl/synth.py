@@ -2,8 +2,10 @@
 
 :func:`synthesize` flattens and synthesizes the Verilog ``sources`` with top module ``top`` for
 a Xilinx ``family`` (``xc2vp`` for the xupv2p board, ``xc4v`` for virtex4-router, ``xc7`` for
-the zedboard; :func:`family_for_part` maps a profile's part) and parses Yosys' ``stat`` into a
-:class:`ResourceReport`: LUTs, flip-flops, a slice estimate, multipliers/DSPs and block RAMs.
+the zedboard, ``xcup`` for kv260 and zcu102; :func:`family_for_part` maps a profile's part) and
+parses Yosys' ``stat`` into a :class:`ResourceReport`: LUTs, flip-flops, a slice estimate,
+multipliers/DSPs, block RAMs and URAM288; :meth:`ResourceReport.resources` gives them in the
+family's own kinds (:mod:`juggle.fabric.resources`).
 The design is synthesized out of context (no I/O pads, no clock buffer), as a core inside a
 reconfigurable region is.
 
@@ -40,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from juggle.errors import BackendError
-from juggle.fabric.resources import Resources
+from juggle.fabric.resources import SLICE_KINDS, Resources, kinds_of
 from juggle.fabric.rtl.engine import default_cache_dir
 
 __all__ = [
@@ -52,7 +54,7 @@ __all__ = [
 ]
 
 #: Bump when the synthesis script or the parsing below changes (old cache entries then miss).
-_RECIPE = "juggle-synth-1"
+_RECIPE = "juggle-synth-2"
 _DEFAULT_TIMEOUT_S = 900.0
 
 #: Families ``synth_xilinx`` accepts, and whether their LUTs have 6 inputs.
@@ -109,16 +111,30 @@ class ResourceReport:
     muxf: int
     cells: dict[str, int] = field(default_factory=dict)
     slice_model: str = ""
+    uram: int = 0
 
     def resources(self) -> Resources:
-        """As the four figures regions and descriptors account (slices, flip-flops, 18x18
-        multipliers or DSPs, 16/18 Kb block RAMs)."""
-        return Resources(
-            slices=self.slices,
-            flipflops=self.flipflops,
-            mult18=self.multipliers,
-            ram16=self.block_rams,
-        )
+        """In the family's own kinds (:mod:`juggle.fabric.resources`): slices, flip-flops, 18x18
+        multipliers or DSPs, 16/18 Kb block RAMs on a 4-LUT family; LUTs (logic and LUT-RAM),
+        flip-flops, DSPs, 36 Kb block RAM tiles (RAMB18 rounded up in pairs) and, on
+        UltraScale+, URAM288 on a 6-LUT one."""
+        if kinds_of(self.family) == SLICE_KINDS:
+            return Resources(
+                family=self.family,
+                slices=self.slices,
+                flipflops=self.flipflops,
+                mult18=self.multipliers,
+                ram16=self.block_rams,
+            )
+        counts = {
+            "lut": self.luts + self.lutram,
+            "ff": self.flipflops,
+            "dsp": self.multipliers,
+            "bram": math.ceil(self.block_rams / 2),
+        }
+        if "uram" in kinds_of(self.family):
+            counts["uram"] = self.uram
+        return Resources(family=self.family, **counts)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what the cache stores, and a report file can hold)."""
@@ -155,6 +171,9 @@ def family_for_part(part: str) -> str:
         ("6s", "xc6s"),
         ("7", "xc7"),
         ("3s", "xc3s"),
+        ("zu", "xcup"),  # Zynq UltraScale+ MPSoC / RFSoC (xczu9eg)
+        ("k26", "xcup"),  # Kria K26 SOM (xck26-sfvc784-2LV-c)
+        ("k24", "xcup"),  # Kria K24 SOM
     ):
         if name.startswith(prefix):
             return family
@@ -350,4 +369,5 @@ def _report(cells: dict[str, int], top: str, family: str, tool: str) -> Resource
         muxf=sum(muxf.values()),
         cells=dict(sorted(cells.items())),
         slice_model=model,
+        uram=sum(n for name, n in cells.items() if name.startswith("URAM288")),
     )

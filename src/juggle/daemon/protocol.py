@@ -37,6 +37,7 @@ from juggle import errors as juggle_errors
 from juggle.daemon import errors as daemon_errors
 from juggle.daemon.errors import ProtocolError, RemoteError
 from juggle.errors import JuggleError
+from juggle.fabric.resources import Resources
 
 __all__ = [
     "DEFAULT_MAX_FRAME",
@@ -411,6 +412,8 @@ def to_wire(obj: Any) -> Any:
     sequences as lists; anything else that cannot travel as its ``str()``."""
     if is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_wire(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, Resources):  # its family's kinds and counts, and the family
+        return {**obj.as_dict(), "family": obj.family}
     if isinstance(obj, Mapping):
         return {to_wire(k): to_wire(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple | set | frozenset):
@@ -447,6 +450,15 @@ def from_wire(tp: type[T], value: Any) -> T:
 def _build(tp: Any, value: Any) -> Any:
     if tp is Any or tp is object:
         return value
+    if tp is Resources:
+        if not isinstance(value, dict):
+            raise ProtocolError(f"Resources must travel as a map, got {type(value).__name__}")
+        counts = dict(value)
+        family = counts.pop("family", None)
+        try:
+            return Resources.of(counts, family if isinstance(family, str) else None)
+        except JuggleError as exc:
+            raise ProtocolError(f"resources {value!r:.80} do not parse: {exc}") from None
     if isinstance(tp, type) and is_dataclass(tp):
         if not isinstance(value, dict):
             raise ProtocolError(f"{tp.__name__} must travel as a map")

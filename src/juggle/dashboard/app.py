@@ -42,6 +42,7 @@ from juggle.errors import (
     UnknownRegionError,
     UnknownServiceError,
 )
+from juggle.fabric.resources import Resources
 from juggle.runtime.framework import Framework, JuggleReport
 from juggle.shipped import example_module
 from juggle.workload import Workload
@@ -109,6 +110,8 @@ def to_json(value: object) -> Any:
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Resources):  # kind -> count in its family's kinds
+        return value.as_dict()
     if isinstance(value, Mapping):
         return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

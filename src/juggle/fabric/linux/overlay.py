@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from juggle.errors import BackendError, ProgrammingError
 from juggle.fabric.linux.loader import ShellSpec, SlotLoad
 from juggle.fabric.linux.sysfs import SysfsOps
+from juggle.fabric.linux.uio import read_uio_map, uio_names
 
 __all__ = [
     "JUGGLE_FIRMWARE_DIR",
@@ -113,6 +114,10 @@ class FirmwareStage:
         self._sysfs.remove(f"{self.folder}/{name}")
 
 
+#: generated overlay blobs kept (oldest dropped first)
+_BLOB_CACHE = 64
+
+
 @dataclass(frozen=True, slots=True)
 class SlotWindow:
     """A register window a slot's generated overlay declares: UIO (node) name, base, size."""
@@ -174,6 +179,7 @@ class OverlayLoader:
         self._targets = dict(targets)
         self._windows = dict(windows)
         self._use_dtbo = use_dtbo
+        self._blobs: dict[tuple[object, ...], bytes] = {}  # generated overlays, by content
         self._held: dict[str, _Held] = {}
         self._lock = threading.Lock()
         if not sysfs.exists(_OVERLAYS):
@@ -194,24 +200,33 @@ class OverlayLoader:
 
         # a window the static shell already declares (Kria's base overlay carries the slots'
         # AccelConfig and rm_comm_box nodes) is not declared again: two nodes at one address
+        windows = self._windows.get(job.region, ())
+        names = uio_names(self._sysfs) if windows else {}
         nodes = [
             UioNode(node=w.uio_name, reg=(w.base, w.size))
-            for w in self._windows.get(job.region, ())
-            if not self._present(w.uio_name, w.base, w.size)
+            for w in windows
+            if not self._present(names, w.uio_name, w.base, w.size)
         ]
-        return build_overlay(
-            firmware_name=job.firmware_name,
-            target=self._targets.get(job.region, "fpga_full"),
-            uio=nodes,
-            partial=job.partial,
-            cells=self._cells,
-        )
+        target = self._targets.get(job.region, "fpga_full")
+        key = (job.firmware_name, target, tuple(nodes), job.partial)
+        blob = self._blobs.get(key)
+        if blob is None:  # the same slot, design and windows: the same blob, built once
+            blob = build_overlay(
+                firmware_name=job.firmware_name,
+                target=target,
+                uio=nodes,
+                partial=job.partial,
+                cells=self._cells,
+            )
+            if len(self._blobs) >= _BLOB_CACHE:
+                self._blobs.pop(next(iter(self._blobs)))
+            self._blobs[key] = blob
+        return blob
 
-    def _present(self, name: str, base: int, size: int) -> bool:
-        """Whether a UIO device named ``name`` has its registers inside ``base``..``size``."""
-        from juggle.fabric.linux.uio import read_uio_map, uio_names
-
-        for device, found in uio_names(self._sysfs).items():
+    def _present(self, names: Mapping[str, str], name: str, base: int, size: int) -> bool:
+        """Whether a UIO device named ``name`` (of ``names``: device -> name) has its
+        registers inside ``base``..``size``."""
+        for device, found in names.items():
             if found != name:
                 continue
             try:

@@ -24,15 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from linux_support import ModelMap
 from typer.testing import CliRunner
 
 import juggle
 from juggle.cli import app
-from juggle.errors import DfxPackageError, RegionEmptyError
+from juggle.errors import DfxPackageError
 from juggle.fabric import Fabric, open_fabric
 from juggle.fabric.bitstream import build_vendor_bit, to_bin
 from juggle.fabric.linux import uio as uio_module
-from juggle.fabric.linux.busguard import GuardedMap
 from juggle.fabric.linux.fake import FakeKernel
 from juggle.fabric.linux.fake_dfxmgrd import FakeDfxMgrd
 from juggle.fabric.linux.fdt import UioNode, build_overlay, read_overlay
@@ -189,43 +189,6 @@ def module(tmp_path: Path) -> Path:
     return target
 
 
-class _ModelMap:
-    """The CRC-32 register model where the backend maps the AccelConfig UIO device (every
-    other device maps the fake's file itself)."""
-
-    core: Any = None
-
-    def __init__(self, path: str | Path, length: int, *, offset: int = 0) -> None:
-        self.path = str(path)
-        self._now = 0
-        fake_root = Path(path).parents[1]
-        name = (fake_root / "sys/class/uio" / Path(path).name / "name").read_text().strip()
-        self._file = None if name == "AccelConfig" else GuardedMap(path, length, offset=offset)
-        self._closed = False
-
-    def read32(self, off: int) -> int:
-        if self._file is not None:
-            return self._file.read32(off)
-        if self._closed:
-            raise RegionEmptyError("closed", self.path)
-        self._now += 1_000_000
-        return int(_ModelMap.core.read(off, self._now))
-
-    def write32(self, off: int, value: int) -> None:
-        if self._file is not None:
-            self._file.write32(off, value)
-            return
-        if self._closed:
-            raise RegionEmptyError("closed", self.path)
-        self._now += 1_000_000
-        _ModelMap.core.write(off, value, self._now)
-
-    def close(self) -> None:
-        self._closed = True
-        if self._file is not None:
-            self._file.close()
-
-
 def _open(kernel: FakeKernel) -> Fabric:
     # what Framework("kv260", backend="linux") opens with the daemon's backend options
     # root=<the fake> and uio_timeout_s=2 (sysfs= plugs the fake kernel in directly)
@@ -252,8 +215,8 @@ def _juggle_round_trip(
         installed.start()
         crc = fw.get_service("crc.ChecksumService", consumer="app")
         code = sys.modules[f"{installed.namespace.package}.crc32_module"]
-        _ModelMap.core = code.Crc32Core()
-        monkeypatch.setattr(uio_module, "GuardedMap", _ModelMap)
+        ModelMap.core = code.Crc32Core()
+        monkeypatch.setattr(uio_module, "GuardedMap", ModelMap)
         messages = [bytes([i]) * (i + 1) for i in range(24)]
 
         def call_all() -> None:
@@ -268,9 +231,9 @@ def _juggle_round_trip(
         fw.juggle(to_hardware=crc.service_id)
         service = fw.services()[0]
         assert service.tier == "hardware" and service.region == "rp0"
-        operations = _ModelMap.core.operations
+        operations = ModelMap.core.operations
         call_all()
-        assert _ModelMap.core.operations > operations  # the core served them
+        assert ModelMap.core.operations > operations  # the core served them
         if during is not None:
             during(fw)
         fw.juggle(to_software=[crc.service_id])

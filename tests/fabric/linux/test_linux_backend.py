@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from linux_support import ModelMap, kv260_fake
 
 import juggle
 from juggle.errors import BackendError, RegionEmptyError
@@ -26,7 +27,6 @@ from juggle.fabric.linux import shell as shell_module
 from juggle.fabric.linux import uio as uio_module
 from juggle.fabric.linux.busguard import GuardedMap
 from juggle.fabric.linux.fake import FakeKernel
-from juggle.fabric.linux.fdt import UioNode, build_overlay
 
 KV_PART = "xck26-sfvc784-2LV-c"
 ZED_PART = "xc7z020clg484-1"
@@ -39,13 +39,7 @@ RELEASE_RP0 = (0x01, 0x01, 0x0B, 0x02)  # kv260.toml [[shell.slots]] rp0 release
 
 
 def _kv260(root: Path) -> FakeKernel:
-    kernel = FakeKernel(root, part=KV_PART, family="zynqmp")
-    shell = build_vendor_bit("opendfx_shell", KV_PART, partial=False)
-    kernel.write_file(f"lib/firmware/{SHELL_IMAGE}", to_bin(shell))
-    siha = UioNode(node="SIHA_Manager", reg=(SIHA, 0x10000))
-    blob = build_overlay(firmware_name=SHELL_IMAGE, target="fpga_full", uio=[siha])
-    kernel.write_file(f"lib/firmware/{SHELL_DTBO}", blob)
-    return kernel
+    return kv260_fake(root)
 
 
 def _open(kernel: FakeKernel, profile: str = "kv260", **options: Any) -> Fabric:
@@ -216,43 +210,6 @@ def test_zedboard_kernel_receives_the_stripped_swapped_image(tmp_path: Path) -> 
 # -- a service juggled to hardware and back ---------------------------------------------------
 
 
-class _ModelMap:
-    """A register model where the backend maps the slot's UIO device: the core's logic
-    behind the fake's ``/dev/uioN`` file (every other device maps the file itself)."""
-
-    core: Any = None
-
-    def __init__(self, path: str | Path, length: int, *, offset: int = 0) -> None:
-        self.path = str(path)
-        self._now = 0
-        root = Path(path).parents[1]
-        name = (root / "sys/class/uio" / Path(path).name / "name").read_text().strip()
-        self._file = None if name == "AccelConfig" else GuardedMap(path, length, offset=offset)
-        self._closed = False
-
-    def read32(self, off: int) -> int:
-        if self._file is not None:
-            return self._file.read32(off)
-        if self._closed:
-            raise RegionEmptyError("closed", self.path)
-        self._now += 1_000_000
-        return int(_ModelMap.core.read(off, self._now))
-
-    def write32(self, off: int, value: int) -> None:
-        if self._file is not None:
-            self._file.write32(off, value)
-            return
-        if self._closed:
-            raise RegionEmptyError("closed", self.path)
-        self._now += 1_000_000
-        _ModelMap.core.write(off, value, self._now)
-
-    def close(self) -> None:
-        self._closed = True
-        if self._file is not None:
-            self._file.close()
-
-
 @pytest.fixture
 def crc_module(tmp_path: Path) -> Iterator[Path]:
     target = tmp_path / "crc32"
@@ -282,8 +239,8 @@ def test_a_service_juggles_to_hardware_and_back(
         module.start()
         crc = fw.get_service("crc.ChecksumService", consumer="app")
         code = sys.modules[f"{module.namespace.package}.crc32_module"]
-        _ModelMap.core = code.Crc32Core()
-        monkeypatch.setattr(uio_module, "GuardedMap", _ModelMap)
+        ModelMap.core = code.Crc32Core()
+        monkeypatch.setattr(uio_module, "GuardedMap", ModelMap)
         failed = 0
         messages = [bytes([i]) * (i + 1) for i in range(40)]
 
@@ -299,9 +256,9 @@ def test_a_service_juggles_to_hardware_and_back(
         assert fw.services()[0].tier == "native"
         fw.juggle(to_hardware=crc.service_id)
         assert fw.services()[0].tier == "hardware" and fw.services()[0].region == "rp0"
-        operations = _ModelMap.core.operations
+        operations = ModelMap.core.operations
         call_all()
-        assert _ModelMap.core.operations > operations  # the core served them
+        assert ModelMap.core.operations > operations  # the core served them
         fw.juggle(to_software=[crc.service_id])
         assert fw.services()[0].tier != "hardware"
         call_all()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from linux_support import kv260_fake
 
 from juggle.errors import (
     BitstreamError,
@@ -18,9 +19,8 @@ from juggle.errors import (
     TruncatedBitstreamError,
 )
 from juggle.fabric import Fabric, open_fabric
-from juggle.fabric.bitstream import build_vendor_bit, parse_any, to_bin
+from juggle.fabric.bitstream import build_vendor_bit, parse_any
 from juggle.fabric.linux.fake import FakeKernel
-from juggle.fabric.linux.fdt import UioNode, build_overlay
 
 KV_PART = "xck26-sfvc784-2LV-c"
 SHELL_IMAGE = "opendfx_shell_wrapper.bit.bin"
@@ -28,15 +28,7 @@ SHELL_DTBO = "opendfx_shell_wrapper.dtbo"
 
 
 def _kv260(root: Path) -> FakeKernel:
-    kernel = FakeKernel(root, part=KV_PART, family="zynqmp")
-    shell = build_vendor_bit("opendfx_shell", KV_PART, partial=False)
-    kernel.write_file(f"lib/firmware/{SHELL_IMAGE}", to_bin(shell))
-    siha = UioNode(node="SIHA_Manager", reg=(0xA010_0000, 0x10000))
-    kernel.write_file(
-        f"lib/firmware/{SHELL_DTBO}",
-        build_overlay(firmware_name=SHELL_IMAGE, target="fpga_full", uio=[siha]),
-    )
-    return kernel
+    return kv260_fake(root)
 
 
 def _tree(root: Path) -> dict[str, bytes]:

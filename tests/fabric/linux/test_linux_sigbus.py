@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from linux_support import kv260_fake
 
 import juggle
 from juggle.errors import BusFaultError
 from juggle.fabric import Fabric, open_fabric
-from juggle.fabric.bitstream import build_vendor_bit, to_bin
+from juggle.fabric.bitstream import build_vendor_bit
 from juggle.fabric.linux import uio as uio_module
 from juggle.fabric.linux.busguard import GUARDED, GuardedMap
 from juggle.fabric.linux.fake import FakeKernel
-from juggle.fabric.linux.fdt import UioNode, build_overlay
 
 KV_PART = "xck26-sfvc784-2LV-c"
 SHELL_IMAGE = "opendfx_shell_wrapper.bit.bin"
@@ -57,14 +57,7 @@ def wait_for(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
 
 
 def _kv260(root: Path) -> FakeKernel:
-    """A kv260-like fake whose firmware folder holds the 2-RP base shell and its overlay."""
-    kernel = FakeKernel(root, part=KV_PART, family="zynqmp")
-    shell = build_vendor_bit("opendfx_shell", KV_PART, partial=False)
-    kernel.write_file(f"lib/firmware/{SHELL_IMAGE}", to_bin(shell))
-    siha = UioNode(node="SIHA_Manager", reg=(SIHA, 0x10000))
-    blob = build_overlay(firmware_name=SHELL_IMAGE, target="fpga_full", uio=[siha])
-    kernel.write_file(f"lib/firmware/{SHELL_DTBO}", blob)
-    return kernel
+    return kv260_fake(root)
 
 
 def _open(kernel: FakeKernel) -> Fabric:

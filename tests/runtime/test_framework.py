@@ -15,10 +15,12 @@ from Crypto.Cipher import DES3
 import juggle
 from juggle.errors import (
     BitstreamTooLargeError,
+    BridgeError,
     DescriptorError,
     MissingBitstreamError,
     ModuleStateError,
     PartMismatchError,
+    ProgrammingError,
     ResourceError,
     SanityCheckError,
     ServiceArgumentError,
@@ -27,6 +29,7 @@ from juggle.errors import (
     UnknownClassError,
     UnknownInterfaceError,
     UnknownServiceError,
+    WindowAttachError,
 )
 from juggle.fabric.bitstream import write_bitstream
 
@@ -250,24 +253,48 @@ def test_region_held_needs_eviction(fw: juggle.Framework) -> None:
     assert report.reconfiguration_ms == pytest.approx(13.374, rel=0.10)
 
 
-@pytest.mark.parametrize("step", ["bridge_disable", "config_write", "bridge_enable"])
+#: The error a failing programming step raises (juggle.fabric.faults).
+FAILING_STEP_ERRORS: dict[str, type[Exception]] = {
+    "bridge_disable": BridgeError,
+    "config_write": ProgrammingError,
+    "bridge_enable": BridgeError,
+    "model_load": WindowAttachError,
+}
+
+
+@pytest.mark.parametrize("step", list(FAILING_STEP_ERRORS))
 def test_failed_step_rolls_back(fw: juggle.Framework, step: str) -> None:
+    """A swap (TDES out, DES into TDES's region) failing at one programming step is undone
+    (runtime/juggler.py): the leaving TDES serves from its region again, the region holding
+    TDES's design (left intact when the step failed before the write, else programmed back by
+    the undo), and DES stays in software. Nothing is left that nobody serves from."""
     start(fw, "tdes")
     start(fw, "des")
     tdes, des = (s.service_id for s in fw.services())
     enc = fw.get_service("EncryptionService", consumer="mail", filter="(algorithm=tdes)")
     enc.load_key(TDES_KEY)
     fw.juggle(to_hardware=tdes)
+    juggles = fw.juggle_count
     fw.fabric.faults.arm(step)
-    with pytest.raises(juggle.FabricError):
+    with pytest.raises(FAILING_STEP_ERRORS[step]):
         fw.juggle(to_hardware=des, to_software=[tdes])
-    services = {s.service_id: s for s in fw.services()}
-    assert services[des].tier == "native"
+    faults = fw.fabric.faults.statistics()
+    assert faults.fired[step] == 1 and faults.armed[step] == 0  # it fired, once
+    assert sum(faults.fired.values()) == 1  # and nothing else did
+    services = {s.service_id: (s.tier, s.region) for s in fw.services()}
+    assert services == {tdes: ("hardware", "prr0"), des: ("native", None)}
+    (region,) = fw.regions()
+    assert (region.state, region.design, region.service_id) == ("PROGRAMMED", "tdes", tdes)
+    assert not fw.fabric.region("prr0").snapshot().quarantined
+    assert fw.juggle_count == juggles  # the failed swap is not counted as a juggle
+    before = fw.statistics(tdes).per_tier["hardware"].calls
     buf = bytearray(b"12345678" * 3)
-    enc.encrypt(buf, 24)  # the TDES service keeps serving, wherever it now is
+    enc.encrypt(buf, 24)  # served by the TDES core, back in its region
     assert bytes(buf) == reference_tdes(b"12345678" * 3)
-    if step == "bridge_disable":  # nothing was written: TDES is back in its region
-        assert services[tdes].tier == "hardware"
+    assert fw.statistics(tdes).per_tier["hardware"].calls == before + 1
+    fw.juggle(to_hardware=des, to_software=[tdes])  # the next swap works
+    services = {s.service_id: (s.tier, s.region) for s in fw.services()}
+    assert services == {tdes: ("native", None), des: ("hardware", "prr0")}
 
 
 def test_switching_storm_loses_no_call(fw: juggle.Framework) -> None:

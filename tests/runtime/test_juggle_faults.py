@@ -16,10 +16,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sharing_support import KEYS, MODULES, Caller, encrypt, start_tdes, tdes_reference
+from sharing_support import (
+    KEYS,
+    MODULES,
+    Caller,
+    encrypt,
+    start_tdes,
+    tdes_module,
+    tdes_reference,
+)
 
 import juggle
-from juggle.errors import DrainTimeoutError, HardwareFaultError, JuggleError, SanityCheckError
+from juggle.errors import (
+    BridgeError,
+    DrainTimeoutError,
+    HardwareFaultError,
+    JuggleError,
+    ProgrammingError,
+    SanityCheckError,
+)
+from juggle.fabric.faults import ACCESS_FAULT_STEPS, FaultInjector
+from juggle.services.crypto import TdesDriver
 
 PLAIN = b"sixteen bytes!!!"
 
@@ -122,50 +139,191 @@ def caller_for(proxy: Any, key: bytes) -> Caller:
 
 STEPS = ("bridge_disable", "config_write", "bridge_enable", "driver_error")
 
+#: The error each step's fault raises out of the juggle (juggle.fabric.faults).
+STEP_ERRORS: dict[str, type[JuggleError]] = {
+    "bridge_disable": BridgeError,
+    "config_write": ProgrammingError,
+    "bridge_enable": BridgeError,
+    "driver_error": HardwareFaultError,
+}
 
-@pytest.mark.parametrize("direction", ["in", "out"])
-@pytest.mark.parametrize("step", STEPS)
+#: The matrix: each step failing in a juggle into hardware ("in"), in a juggle out of it
+#: ("out"), and in a swap ("swap": the service juggled out while another takes its region).
+#: A plain juggle out programs nothing: it switches the proxies, drains, and closes the region's
+#: bridge (unload); its undo finds the design intact and reopens nothing. So config_write and
+#: bridge_enable cannot fire in it by construction: they are reached on the juggle-out path
+#: only when the leaving service's region is reprogrammed, the "swap" cells. driver_error fires
+#: on a hardware access, which a plain juggle out makes only for a call still running on the
+#: core: that cell is test_driver_error_in_a_call_a_juggle_out_drains (a held call, no race).
+CELLS = [
+    *[(step, "in") for step in STEPS],
+    ("bridge_disable", "out"),
+    *[(step, "swap") for step in STEPS],
+]
+
+#: Where each cell leaves things: the faulted service's tier and the region's state. A swap is
+#: undone whatever fails: the leaving service serves from its region again (intact, or
+#: programmed back by the undo), the entering one stays in software.
+OUTCOMES: dict[tuple[str, str], tuple[str, str]] = {
+    ("bridge_disable", "in"): ("native", "EMPTY"),  # failed before the write: nothing loaded
+    ("config_write", "in"): ("native", "ERROR"),  # the next juggle's to program
+    ("bridge_enable", "in"): ("native", "ERROR"),
+    ("driver_error", "in"): ("native", "EMPTY"),  # the undo unloads the design
+    ("bridge_disable", "out"): ("hardware", "PROGRAMMED"),  # the unload did not happen
+    **{(step, "swap"): ("hardware", "PROGRAMMED") for step in STEPS},
+}
+
+
+def arming_driver(faults: FaultInjector, step: str) -> type:
+    """A TDES driver that arms ``step`` as it is built: in a swap, once the leaving service's
+    proxies are on software and its drain is over, so only the juggle's own accesses (the
+    entering service's state carried onto its core) can meet the fault, not a caller's."""
+
+    class ArmingDriver(TdesDriver):
+        def __init__(self, mmio: Any) -> None:
+            super().__init__(mmio)
+            faults.arm(step)
+
+    return ArmingDriver
+
+
+@pytest.mark.parametrize(("step", "direction"), CELLS)
 def test_fabric_faults_during_a_juggle_change_nothing(
     fw: juggle.Framework, tmp_path: Path, step: str, direction: str
 ) -> None:
+    """Each cell: the fault fires (once, in the juggle), the juggle raises its step's error,
+    no consumer call fails, and everything is where the cell's outcome says; then the next
+    juggle works."""
     sid = start_tdes(fw, tmp_path, per_consumer=True)
     proxy = fw.get_service("EncryptionService", consumer="app")
     proxy.load_key(KEYS[0])
-    if direction == "out":
+    other: int | None = None
+    other_proxy: Any = None
+    if direction != "in":
         fw.juggle(to_hardware=sid)
-    before = fw.services()[0].tier
+    if direction == "swap":  # a second TDES co-module, with a consumer whose state is carried
+        module = fw.install(tdes_module(tmp_path, per_consumer=True, name="other"))
+        module.start()
+        (other,) = module.service_ids
+        other_proxy = fw.registry.get_service(other, "app2")
+        other_proxy.load_key(KEYS[1])
     caller = caller_for(proxy, KEYS[0])
+    wait_for(lambda: caller.calls > 0)  # the caller is under way before the fault is armed
+    entering = fw._managed_of(other if other is not None else sid).hardware
+    assert entering is not None
+    driver = entering.driver
     try:
-        fw.fabric.faults.arm(step)
-        try:
+        if step in ACCESS_FAULT_STEPS and direction == "swap":
+            entering.driver = arming_driver(fw.fabric.faults, step)
+        else:
+            fw.fabric.faults.arm(step)
+        with pytest.raises(STEP_ERRORS[step]):
             if direction == "in":
                 fw.juggle(to_hardware=sid)
-            else:
+            elif direction == "out":
                 fw.juggle(to_software=[sid])
-        except JuggleError:
-            pass
+            else:
+                fw.juggle(to_hardware=other, to_software=[sid])
     finally:
+        entering.driver = driver
         caller.stop()
-    wait_for(lambda: fw._supervisor is None)  # a contained fault has been dealt with
-    if fw.fabric.faults.statistics().fired[step]:  # the fault hit the juggle...
-        if fw.faults:  # ... or the caller's hardware call: contained, moved to software
-            assert fw.services()[0].tier == "native"
-        else:
-            assert fw.services()[0].tier == before
+    faults = fw.fabric.faults.statistics()
+    assert faults.fired[step] == 1 and faults.armed[step] == 0  # the fault fired, once
+    assert sum(faults.fired.values()) == 1
+    wait_for(lambda: fw._supervisor is None)
+    assert list(fw.faults) == []  # the juggle met the fault, no consumer call did
+    tier, state = OUTCOMES[(step, direction)]
+    tiers = {s.service_id: (s.tier, s.region) for s in fw.services()}
+    assert tiers[sid] == (tier, "prr0" if tier == "hardware" else None)
+    if other is not None:
+        assert tiers[other] == ("native", None)
+    (region,) = fw.regions()
+    assert region.state == state
+    assert region.service_id == (sid if state == "PROGRAMMED" else None)
     consistent(fw)
-    fw.fabric.faults.disarm()
     assert caller.failures == [] and caller.calls > 0
-    faulted = [r.name for r in fw.regions() if r.state == "ERROR"]
-    for region in faulted:
-        fw.recover(region)
-    target = "hardware" if fw.services()[0].tier != "hardware" else "software"
-    if target == "hardware":
+    assert encrypt(proxy, PLAIN) == tdes_reference(KEYS[0], PLAIN)
+    # the next juggle works (a region in ERROR is the next programming's to clear)
+    if direction == "in":
         fw.juggle(to_hardware=sid)
-    else:
+        assert fw.services()[0].tier == "hardware"
+    elif direction == "out":
         fw.juggle(to_software=[sid])
-    assert fw.services()[0].tier == ("hardware" if target == "hardware" else "native")
+        assert fw.services()[0].tier == "native"
+    else:
+        fw.juggle(to_hardware=other, to_software=[sid])
+        assert {s.service_id: s.tier for s in fw.services()} == {sid: "native", other: "hardware"}
+        assert encrypt(other_proxy, PLAIN) == tdes_reference(KEYS[1], PLAIN)
     assert encrypt(proxy, PLAIN) == tdes_reference(KEYS[0], PLAIN)
     consistent(fw)
+
+
+def held_call_driver(inside: threading.Event, go: threading.Event) -> type:
+    """A TDES driver whose encrypt, once ``inside`` is clear, sets it and waits for ``go``
+    before touching the core: a call running on the core that a test holds."""
+
+    class HeldCallDriver(TdesDriver):
+        def encrypt(self, buf: Any, size: int) -> int:
+            if not inside.is_set():
+                inside.set()
+                assert go.wait(30), "the test never let the call go on"
+            return int(super().encrypt(buf, size))
+
+    return HeldCallDriver
+
+
+def test_driver_error_in_a_call_a_juggle_out_drains(tmp_path: Path) -> None:
+    """The matrix's driver_error cell of a plain juggle out: the juggle's one hardware access
+    is a call still running on the core while the juggle drains it. The call meets the bus
+    error, is served by software; the juggle out completes; the fault is not the service's
+    any more (it left that core), and the region is EMPTY."""
+    with juggle.Framework("xupv2p", drain_timeout_s=30.0, call_timeout_s=5.0) as fw:
+        sid = start_tdes(fw, tmp_path, per_consumer=False)
+        proxy = fw.get_service("EncryptionService", consumer="app")
+        proxy.load_key(KEYS[5])
+        inside, go = threading.Event(), threading.Event()
+        managed = fw._managed_of(sid)
+        assert managed.hardware is not None
+        managed.hardware.driver = held_call_driver(inside, go)
+        fw.juggle(to_hardware=sid)
+        before = fw.statistics(sid).fallbacks
+        results: list[bytes] = []
+        call = threading.Thread(target=lambda: results.append(encrypt(proxy, PLAIN)), daemon=True)
+        call.start()
+        try:
+            assert inside.wait(10), "the call never reached the core"
+            fw.fabric.faults.arm("driver_error")  # no other access can meet it: one caller
+            errors: list[BaseException] = []
+
+            def out() -> None:
+                try:
+                    fw.juggle(to_software=[sid])
+                except BaseException as exc:
+                    errors.append(exc)
+
+            juggling = threading.Thread(target=out, daemon=True)
+            juggling.start()
+            wait_for(lambda: fw.services()[0].tier == "native")  # switched, now draining
+            assert juggling.is_alive() and fw.fabric.faults.statistics().fired["driver_error"] == 0
+        finally:
+            go.set()
+        call.join(30)
+        juggling.join(30)
+        assert not call.is_alive() and not juggling.is_alive()
+        assert errors == []
+        faults = fw.fabric.faults.statistics()
+        assert faults.fired["driver_error"] == 1 and faults.armed["driver_error"] == 0
+        assert results == [tdes_reference(KEYS[5], PLAIN)]  # served by software instead
+        assert fw.statistics(sid).fallbacks == before + 1
+        wait_for(lambda: fw._supervisor is None)
+        assert list(fw.faults) == []  # the service had left that core: nothing to contain
+        assert fw.services()[0].tier == "native" and fw.services()[0].region is None
+        assert [r.state for r in fw.regions()] == ["EMPTY"]
+        consistent(fw)
+        fw.juggle(to_hardware=sid)  # a fresh core: the next juggle works
+        assert encrypt(proxy, PLAIN) == tdes_reference(KEYS[5], PLAIN)
+        assert fw.statistics(sid).per_tier["hardware"].calls >= 1
+        consistent(fw)
 
 
 def test_fault_steps_in_the_middle_of_a_juggle_fire(fw: juggle.Framework, tmp_path: Path) -> None:

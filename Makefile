@@ -8,7 +8,7 @@ STAMP_TEST := $(VENV)/.installed-test
 # the C extensions of setup.py: editing one re-runs the editable install, which rebuilds it
 C_SOURCES := src/juggle/runtime/_dispatch.c src/juggle/fabric/linux/_busguard.c
 
-.PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep
+.PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep golden
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,14 @@ fuzz-daemon: $(STAMP_TEST)
 # every point of the edge-router figures on seeds 1-8, 11 and 23 (about 5 minutes)
 sweep: $(STAMP_TEST)
 	$(BIN)/python -m pytest -q tests/simulate/sweep_controllers.py
+
+# rewrite the golden outputs of `juggle simulate` (tests/golden/*.json: the modeled, input and
+# calibrated figures at fixed seeds, compared exactly by tests/test_golden.py) and show what moved
+golden: $(STAMP_TEST)
+	JUGGLE_GOLDEN_UPDATE=1 $(BIN)/python -m pytest -q tests/test_golden.py
+	@git status --short -- tests/golden || true
+	@git --no-pager diff --stat -- tests/golden || true
+	@git --no-pager diff -- tests/golden || true
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

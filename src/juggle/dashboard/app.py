@@ -470,10 +470,11 @@ def serve(
     Installs and starts each of ``modules`` first (none and ``workload``: the demo's two
     applications under the foreground controller, the focus moving between them every
     :data:`DEMO_FOCUS_S` seconds while the workload runs); starts the background calls when
-    ``workload``; logs each request only with ``access_log``. Blocks until the server is stopped
-    (Ctrl-C), then closes the framework. Raises what :meth:`Framework.install` and
-    :meth:`Module.start <juggle.runtime.modules.Module.start>` raise for a bad module
-    (a :class:`~juggle.errors.JuggleError`), before listening.
+    ``workload``; logs each request only with ``access_log``. Binds ``host:port`` before it
+    calls ``on_ready`` with the URL, so ``port`` 0 announces the port it got. Blocks until the
+    server is stopped (Ctrl-C), then closes the framework. Raises what
+    :meth:`Framework.install` and :meth:`Module.start <juggle.runtime.modules.Module.start>`
+    raise for a bad module (a :class:`~juggle.errors.JuggleError`), before listening.
     """
     framework = Framework(fabric="xupv2p")
     try:
@@ -499,10 +500,14 @@ def serve(
             apps = calls.start()
             if focus is not None:
                 focus.start(apps)
-        if on_ready is not None:
-            on_ready(f"http://{host}:{port}/#token={token}")
         try:
-            server.run()
+            # bind and listen first, then announce: the URL names the port bound (``port`` 0
+            # picks one) and a client that connects at once waits in the backlog
+            with server.config.bind_socket() as sock:
+                sock.listen(server.config.backlog)
+                if on_ready is not None:
+                    on_ready(f"http://{host}:{sock.getsockname()[1]}/#token={token}")
+                server.run(sockets=[sock])
         finally:
             if focus is not None:
                 focus.stop()

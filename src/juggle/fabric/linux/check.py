@@ -36,9 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from juggle.errors import BackendError, JuggleError
+from juggle.errors import BackendError
 from juggle.fabric.linux.dfxmgr import DEFAULT_SOCKET, dfxmgrd_answers
+from juggle.fabric.linux.fdt import MAX_BLOB_BYTES
 from juggle.fabric.linux.overlay import JUGGLE_FIRMWARE_DIR, overlay_item
+from juggle.fabric.linux.shell import blob_loads
 from juggle.fabric.profiles import BoardProfile, RegionProfile, ShellSection
 
 __all__ = [
@@ -477,19 +479,11 @@ def _on_search_path(tree: _Tree, fw: Mapping[str, Any], name: str) -> str | None
 
 def _blob_names(tree: _Tree, entry: str, image: str | None) -> bool:
     """Whether overlay ``entry``, applied through its ``dtbo`` attribute (its ``path`` empty:
-    dfx-mgrd writes blobs), names ``image`` as its ``firmware-name``."""
+    dfx-mgrd writes blobs), names ``image`` as its ``firmware-name`` (:func:`blob_loads`)."""
     if image is None:
         return False
-    from juggle.fabric.linux.fdt import MAX_BLOB_BYTES, read_overlay
-
-    blob = tree.read_bytes(f"{_OVERLAYS}/{entry}/dtbo", MAX_BLOB_BYTES)
-    if not blob:
-        return False
-    try:
-        name = read_overlay(blob, source=f"{_OVERLAYS}/{entry}/dtbo").firmware_name
-    except JuggleError:
-        return False
-    return name is not None and Path(name).name == image
+    attribute = f"{_OVERLAYS}/{entry}/dtbo"
+    return blob_loads(tree.read_bytes(attribute, MAX_BLOB_BYTES), attribute, image)
 
 
 def _shell(

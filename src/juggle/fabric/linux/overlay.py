@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from juggle.errors import BackendError, ProgrammingError
 from juggle.fabric.linux.loader import ShellSpec, SlotLoad
 from juggle.fabric.linux.sysfs import SysfsOps
-from juggle.fabric.linux.uio import read_uio_map, uio_names
+from juggle.fabric.linux.uio import devices_inside, uio_names
 
 __all__ = [
     "JUGGLE_FIRMWARE_DIR",
@@ -226,16 +226,8 @@ class OverlayLoader:
     def _present(self, names: Mapping[str, str], name: str, base: int, size: int) -> bool:
         """Whether a UIO device named ``name`` (of ``names``: device -> name) has its
         registers inside ``base``..``size``."""
-        for device, found in names.items():
-            if found != name:
-                continue
-            try:
-                start = read_uio_map(self._sysfs, device).register_base
-            except BackendError:
-                continue
-            if base <= start < base + size:
-                return True
-        return False
+        named = [device for device, found in names.items() if found == name]
+        return bool(devices_inside(self._sysfs, named, (base, size)))
 
     def load(self, job: SlotLoad) -> None:
         """Apply ``job``'s overlay under ``overlays/juggle-<region>`` (replacing what the slot

@@ -37,7 +37,7 @@ from juggle.fabric.linux.loader import IsolationWrite, ShellSpec, SlotSpec
 from juggle.fabric.linux.sysfs import SysfsOps
 from juggle.fabric.linux.uio import SlotGate, read_uio_map, wait_for_uio
 
-__all__ = ["ShellControl", "ShellStatus", "SlotBridgeOps"]
+__all__ = ["ShellControl", "ShellStatus", "SlotBridgeOps", "blob_loads"]
 
 _OVERLAYS = "sys/kernel/config/device-tree/overlays"
 
@@ -71,26 +71,38 @@ def applied_overlays(sysfs: SysfsOps) -> dict[str, str]:
     return found
 
 
-def _blob_loads(sysfs: SysfsOps, entry: str, image: str | None) -> bool:
-    """Whether overlay ``entry``, applied through its ``dtbo`` attribute (dfx-mgrd applies
-    blobs; its ``path`` is then empty), names ``image`` as its ``firmware-name``: the blob reads
-    back from the binary attribute (drivers/of/configfs.c ``cfs_overlay_item_dtbo_read``)."""
-    if image is None:
+def blob_loads(blob: bytes | None, source: str, image: str | None) -> bool:
+    """Whether the overlay ``blob`` (read back from an applied item's ``dtbo`` attribute:
+    drivers/of/configfs.c ``cfs_overlay_item_dtbo_read``; dfx-mgrd applies blobs, so the item's
+    ``path`` is empty) names ``image`` as its ``firmware-name``. A missing, empty or malformed
+    blob names nothing."""
+    if image is None or not blob:
         return False
     from juggle.fabric.linux.fdt import read_overlay
 
     try:
-        blob = sysfs.read_bytes(f"{_OVERLAYS}/{entry}/dtbo")
-        info = read_overlay(blob, source=f"{_OVERLAYS}/{entry}/dtbo")
-    except (OSError, JuggleError):
+        name = read_overlay(blob, source=source).firmware_name
+    except JuggleError:
         return False
-    name = info.firmware_name
     return name is not None and name.rsplit("/", 1)[-1] == image
+
+
+def _blob_loads(sysfs: SysfsOps, entry: str, image: str | None) -> bool:
+    """:func:`blob_loads` of overlay ``entry``'s ``dtbo`` attribute."""
+    if image is None:
+        return False
+    attribute = f"{_OVERLAYS}/{entry}/dtbo"
+    try:
+        blob = sysfs.read_bytes(attribute)
+    except OSError:
+        return False
+    return blob_loads(blob, attribute, image)
 
 
 def shell_status(sysfs: SysfsOps, spec: ShellSpec) -> ShellStatus:
     """Whether ``spec`` is the loaded shell, judged from what the kernel shows: its base
-    overlay applied (an overlay whose ``path`` names ``base_overlay``) and its isolation
+    overlay applied (an overlay whose ``path`` names ``base_overlay``, or one applied through
+    its ``dtbo`` attribute whose ``firmware-name`` is ``base_image``) and its isolation
     window present (a UIO device named ``isolation_uio``). Changes nothing."""
     missing: list[str] = []
     overlay: str | None = None

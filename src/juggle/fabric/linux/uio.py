@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import mmap
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,7 @@ __all__ = [
     "SlotGate",
     "UioMap",
     "UioWindow",
+    "devices_inside",
     "find_uio",
     "find_uio_by_device",
     "read_uio_map",
@@ -122,16 +123,7 @@ def find_uio(sysfs: SysfsOps, name: str, *, within: tuple[int, int] | None = Non
     found = uio_names(sysfs)
     matches = [d for d, n in found.items() if n == name]
     if len(matches) > 1 and within is not None:
-        base, size = within
-        inside = []
-        for device in matches:
-            try:
-                start = read_uio_map(sysfs, device).register_base
-            except BackendError:
-                continue
-            if base <= start < base + size:
-                inside.append(device)
-        matches = inside
+        matches = devices_inside(sysfs, matches, within)
     if len(matches) == 1:
         return matches[0]
     seen = ", ".join(f"{d}={n!r}" for d, n in found.items()) or "none"
@@ -142,6 +134,21 @@ def find_uio(sysfs: SysfsOps, name: str, *, within: tuple[int, int] | None = Non
             name,
         )
     raise BackendError(f"no UIO device named {name!r} (found: {seen})", name)
+
+
+def devices_inside(sysfs: SysfsOps, devices: Iterable[str], within: tuple[int, int]) -> list[str]:
+    """Those of ``devices`` whose map 0's registers start inside ``within`` (base, size); a
+    device whose map cannot be read is left out."""
+    base, size = within
+    inside = []
+    for device in devices:
+        try:
+            start = read_uio_map(sysfs, device).register_base
+        except BackendError:
+            continue
+        if base <= start < base + size:
+            inside.append(device)
+    return inside
 
 
 def find_uio_by_device(sysfs: SysfsOps, device: str, *, bind: bool = False) -> str | None:

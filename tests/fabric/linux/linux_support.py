@@ -3,11 +3,19 @@ firmware folder, and a register model where the backend maps a slot's UIO device
 
 from __future__ import annotations
 
+import sys
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import juggle
 from juggle.errors import RegionEmptyError
+from juggle.fabric import Fabric
 from juggle.fabric.bitstream import build_vendor_bit, to_bin
+from juggle.fabric.linux import uio as uio_module
 from juggle.fabric.linux.busguard import GuardedMap
 from juggle.fabric.linux.fake import FakeKernel
 from juggle.fabric.linux.fdt import UioNode, build_overlay
@@ -66,3 +74,59 @@ class ModelMap:
         self._closed = True
         if self._file is not None:
             self._file.close()
+
+
+def juggle_round_trip(
+    fab: Fabric,
+    module: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    messages: int = 24,
+    first_tier: str | None = None,
+    during: Callable[[juggle.Framework], None] | None = None,
+    after: Callable[[juggle.Framework], None] | None = None,
+) -> int:
+    """Install the crc32 ``module`` on ``fab``, serve ``messages`` calls on its first tier
+    (``first_tier`` when given), on rp0's hardware (the :class:`ModelMap` core serving them)
+    and on software again; the number of failed calls. ``during(fw)`` runs while the service
+    is on hardware, ``after(fw)`` once it is back and rp0 is EMPTY, before the framework
+    closes."""
+    fw = juggle.Framework(fabric=fab)
+    failed = 0
+    try:
+        installed = fw.install(module)
+        installed.start()
+        crc = fw.get_service("crc.ChecksumService", consumer="app")
+        code = sys.modules[f"{installed.namespace.package}.crc32_module"]
+        ModelMap.core = code.Crc32Core()
+        monkeypatch.setattr(uio_module, "GuardedMap", ModelMap)
+        payloads = [bytes([i]) * (i + 1) for i in range(messages)]
+
+        def call_all() -> None:
+            nonlocal failed
+            for message in payloads:
+                try:
+                    assert crc.crc32(message) == zlib.crc32(message)
+                except Exception:  # counted: the acceptance is 0 failed calls
+                    failed += 1
+
+        call_all()
+        if first_tier is not None:
+            assert fw.services()[0].tier == first_tier
+        fw.juggle(to_hardware=crc.service_id)
+        service = fw.services()[0]
+        assert service.tier == "hardware" and service.region == "rp0"
+        operations = ModelMap.core.operations
+        call_all()
+        assert ModelMap.core.operations > operations  # the core served them
+        if during is not None:
+            during(fw)
+        fw.juggle(to_software=[crc.service_id])
+        assert fw.services()[0].tier != "hardware"
+        call_all()
+        assert fab.regions()[0].state == "EMPTY"
+        if after is not None:
+            after(fw)
+    finally:
+        fw.close()
+    return failed

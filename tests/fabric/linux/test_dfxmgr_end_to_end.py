@@ -15,16 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import sys
 import tempfile
 import threading
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from linux_support import ModelMap
+from linux_support import KV_PART, SHELL_DTBO, SHELL_IMAGE, SIHA, juggle_round_trip
 from typer.testing import CliRunner
 
 import juggle
@@ -32,18 +30,13 @@ from juggle.cli import app
 from juggle.errors import DfxPackageError
 from juggle.fabric import Fabric, open_fabric
 from juggle.fabric.bitstream import build_vendor_bit, to_bin
-from juggle.fabric.linux import uio as uio_module
 from juggle.fabric.linux.fake import FakeKernel
 from juggle.fabric.linux.fake_dfxmgrd import FakeDfxMgrd
 from juggle.fabric.linux.fdt import UioNode, build_overlay, read_overlay
 from juggle.fabric.linux.loader import SlotLoad
 
-KV_PART = "xck26-sfvc784-2LV-c"
 OVERLAYS = "sys/kernel/config/device-tree/overlays"
 MANAGER = "sys/class/fpga_manager"
-SHELL_IMAGE = "opendfx_shell_wrapper.bit.bin"
-SHELL_DTBO = "opendfx_shell_wrapper.dtbo"
-SIHA = 0xA010_0000
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "modules"
 DAEMON_THREAD = "fake-dfx-mgrd"
 PARTIALS = {
@@ -203,48 +196,6 @@ def _uio_named(kernel: FakeKernel, name: str) -> list[str]:
     ]
 
 
-def _juggle_round_trip(
-    fab: Fabric, module: Path, monkeypatch: pytest.MonkeyPatch, during: Any = None
-) -> int:
-    """Install the module, serve calls on software, on rp0's hardware and on software again;
-    the number of failed calls. ``during(fw)`` runs while the service is on hardware."""
-    fw = juggle.Framework(fabric=fab)
-    failed = 0
-    try:
-        installed = fw.install(module)
-        installed.start()
-        crc = fw.get_service("crc.ChecksumService", consumer="app")
-        code = sys.modules[f"{installed.namespace.package}.crc32_module"]
-        ModelMap.core = code.Crc32Core()
-        monkeypatch.setattr(uio_module, "GuardedMap", ModelMap)
-        messages = [bytes([i]) * (i + 1) for i in range(24)]
-
-        def call_all() -> None:
-            nonlocal failed
-            for message in messages:
-                try:
-                    assert crc.crc32(message) == zlib.crc32(message)
-                except Exception:  # counted: the acceptance is 0 failed calls
-                    failed += 1
-
-        call_all()
-        fw.juggle(to_hardware=crc.service_id)
-        service = fw.services()[0]
-        assert service.tier == "hardware" and service.region == "rp0"
-        operations = ModelMap.core.operations
-        call_all()
-        assert ModelMap.core.operations > operations  # the core served them
-        if during is not None:
-            during(fw)
-        fw.juggle(to_software=[crc.service_id])
-        assert fw.services()[0].tier != "hardware"
-        call_all()
-        assert fab.regions()[0].state == "EMPTY"
-    finally:
-        fw.close()
-    return failed
-
-
 def test_with_dfx_mgrd_loads_and_unloads_go_through_it(
     root: Path, module: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -268,7 +219,7 @@ def test_with_dfx_mgrd_loads_and_unloads_go_through_it(
             seen["comm_size"] = int(kernel.read(f"sys/class/uio/{comm}/maps/map0/size"), 16)
             seen["held"] = daemon.held()
 
-        failed = _juggle_round_trip(fab, module, monkeypatch, during)
+        failed = juggle_round_trip(fab, module, monkeypatch, during=during)
         assert failed == 0
 
     # the load went through dfx-mgrd, with the package's overlay and accelerator
@@ -320,7 +271,7 @@ def test_without_dfx_mgrd_juggle_owns_fpga0_and_loads_the_package_overlay(
         seen["path"] = path
         seen["overlay"] = kernel.read_bytes(f"run/juggle/firmware/{path}")
 
-    assert _juggle_round_trip(fab, module, monkeypatch, during) == 0
+    assert juggle_round_trip(fab, module, monkeypatch, during=during) == 0
     # juggle applied the package's overlay itself, naming the image it staged
     info = read_overlay(seen["overlay"])
     assert seen["path"] == f"{info.firmware_name}.dtbo"

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import shutil
 import struct
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from linux_support import ModelMap, kv260_fake
+from linux_support import KV_PART, SHELL_DTBO, juggle_round_trip, kv260_fake
 
 import juggle
 from juggle.errors import BackendError, RegionEmptyError
@@ -28,12 +27,8 @@ from juggle.fabric.linux import uio as uio_module
 from juggle.fabric.linux.busguard import GuardedMap
 from juggle.fabric.linux.fake import FakeKernel
 
-KV_PART = "xck26-sfvc784-2LV-c"
 ZED_PART = "xc7z020clg484-1"
 OVERLAYS = "sys/kernel/config/device-tree/overlays"
-SHELL_IMAGE = "opendfx_shell_wrapper.bit.bin"
-SHELL_DTBO = "opendfx_shell_wrapper.dtbo"
-SIHA = 0xA010_0000
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "modules"
 RELEASE_RP0 = (0x01, 0x01, 0x0B, 0x02)  # kv260.toml [[shell.slots]] rp0 release, at 0x4000
 
@@ -229,41 +224,13 @@ def crc_module(tmp_path: Path) -> Iterator[Path]:
 def test_a_service_juggles_to_hardware_and_back(
     tmp_path: Path, crc_module: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import zlib
-
     kernel = _kv260(tmp_path / "root")
     fab = _open(kernel, load_shell=True)
-    fw = juggle.Framework(fabric=fab)
-    try:
-        module = fw.install(crc_module)
-        module.start()
-        crc = fw.get_service("crc.ChecksumService", consumer="app")
-        code = sys.modules[f"{module.namespace.package}.crc32_module"]
-        ModelMap.core = code.Crc32Core()
-        monkeypatch.setattr(uio_module, "GuardedMap", ModelMap)
-        failed = 0
-        messages = [bytes([i]) * (i + 1) for i in range(40)]
 
-        def call_all() -> None:
-            nonlocal failed
-            for message in messages:
-                try:
-                    assert crc.crc32(message) == zlib.crc32(message)
-                except Exception:  # counted: the acceptance is 0 failed calls
-                    failed += 1
-
-        call_all()
-        assert fw.services()[0].tier == "native"
-        fw.juggle(to_hardware=crc.service_id)
-        assert fw.services()[0].tier == "hardware" and fw.services()[0].region == "rp0"
-        operations = ModelMap.core.operations
-        call_all()
-        assert ModelMap.core.operations > operations  # the core served them
-        fw.juggle(to_software=[crc.service_id])
-        assert fw.services()[0].tier != "hardware"
-        call_all()
-        assert failed == 0
-        assert fab.regions()[0].state == "EMPTY"
+    def overlay_gone(fw: juggle.Framework) -> None:
         assert _uio_by_name(kernel, "AccelConfig") == []
-    finally:
-        fw.close()
+
+    failed = juggle_round_trip(
+        fab, crc_module, monkeypatch, messages=40, first_tier="native", after=overlay_gone
+    )
+    assert failed == 0

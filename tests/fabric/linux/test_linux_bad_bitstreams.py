@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from linux_support import kv260_fake
+from linux_support import KV_PART, kv260_fake
 
 from juggle.errors import (
     BitstreamError,
@@ -21,10 +21,6 @@ from juggle.errors import (
 from juggle.fabric import Fabric, open_fabric
 from juggle.fabric.bitstream import build_vendor_bit, parse_any
 from juggle.fabric.linux.fake import FakeKernel
-
-KV_PART = "xck26-sfvc784-2LV-c"
-SHELL_IMAGE = "opendfx_shell_wrapper.bit.bin"
-SHELL_DTBO = "opendfx_shell_wrapper.dtbo"
 
 
 def _kv260(root: Path) -> FakeKernel:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from linux_support import kv260_fake
+from linux_support import KV_PART, kv260_fake
 
 import juggle
 from juggle.errors import BusFaultError
@@ -39,10 +39,6 @@ from juggle.fabric.linux import uio as uio_module
 from juggle.fabric.linux.busguard import GUARDED, GuardedMap
 from juggle.fabric.linux.fake import FakeKernel
 
-KV_PART = "xck26-sfvc784-2LV-c"
-SHELL_IMAGE = "opendfx_shell_wrapper.bit.bin"
-SHELL_DTBO = "opendfx_shell_wrapper.dtbo"
-SIHA = 0xA010_0000
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "modules"
 MESSAGES = [bytes([i]) * (i + 1) for i in range(24)]
 

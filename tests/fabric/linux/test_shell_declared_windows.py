@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from linux_support import KV_PART, SHELL_DTBO, kv260_fake
+
 from juggle.fabric import open_fabric
-from juggle.fabric.bitstream import build_vendor_bit, parse_any, to_bin
+from juggle.fabric.bitstream import build_vendor_bit, parse_any
+from juggle.fabric.linux.check import examine
 from juggle.fabric.linux.fake import FakeKernel
-from juggle.fabric.linux.fdt import UioNode, build_overlay
+from juggle.fabric.linux.fdt import UioNode
 from juggle.fabric.profiles import load_profile
 
-KV_PART = "xck26-sfvc784-2LV-c"
-SHELL_IMAGE = "opendfx_shell_wrapper.bit.bin"
-SHELL_DTBO = "opendfx_shell_wrapper.dtbo"
+DFX_ITEM = "sys/kernel/config/device-tree/overlays/dfx-mgr-base"
 ACCEL = (0x8000_0000, 0x0100_0000)  # rp0's AccelConfig and rm_comm_box (kv260.toml windows)
 COMM = (0x8100_0000, 0x0100_0000)
 
@@ -26,21 +27,20 @@ def _names(kernel: FakeKernel) -> list[str]:
     )
 
 
+def _shell_applied_as_a_blob(root: Path) -> FakeKernel:
+    """A kv260 fake whose base shell was applied as dfx-mgrd does: the blob written to an
+    overlay item's ``dtbo`` attribute (its ``path`` stays empty)."""
+    kernel = kv260_fake(root)
+    kernel.mkdir(DFX_ITEM)
+    kernel.write_bytes(f"{DFX_ITEM}/dtbo", (root / "lib/firmware" / SHELL_DTBO).read_bytes())
+    assert kernel.read(f"{DFX_ITEM}/status").strip() == "applied"
+    assert kernel.read(f"{DFX_ITEM}/path").strip() == ""
+    return kernel
+
+
 def test_windows_the_shell_declares_are_not_declared_again(tmp_path: Path) -> None:
-    kernel = FakeKernel(tmp_path, part=KV_PART, family="zynqmp")
-    kernel.write_file(
-        f"lib/firmware/{SHELL_IMAGE}",
-        to_bin(build_vendor_bit("opendfx_shell", KV_PART, partial=False)),
-    )
-    nodes = [
-        UioNode(node="SIHA_Manager", reg=(0xA010_0000, 0x10000)),
-        UioNode(node="AccelConfig", reg=ACCEL),
-        UioNode(node="rm_comm_box", reg=COMM),
-    ]
-    kernel.write_file(
-        f"lib/firmware/{SHELL_DTBO}",
-        build_overlay(firmware_name=SHELL_IMAGE, target="fpga_full", uio=nodes),
-    )
+    shell_windows = (UioNode(node="AccelConfig", reg=ACCEL), UioNode(node="rm_comm_box", reg=COMM))
+    kernel = kv260_fake(tmp_path, shell_nodes=shell_windows)
     with open_fabric(
         "kv260", backend="linux", sysfs=kernel, load_shell=True, uio_timeout_s=2.0
     ) as fab:
@@ -59,18 +59,7 @@ def test_windows_the_shell_declares_are_not_declared_again(tmp_path: Path) -> No
 def test_a_shell_applied_through_the_dtbo_attribute_is_recognised(tmp_path: Path) -> None:
     """dfx-mgrd applies overlays by writing the blob (``path`` stays empty): open finds the
     shell by the ``firmware-name`` its blob names, and loads nothing again."""
-    kernel = FakeKernel(tmp_path, part=KV_PART, family="zynqmp")
-    kernel.write_file(
-        f"lib/firmware/{SHELL_IMAGE}",
-        to_bin(build_vendor_bit("opendfx_shell", KV_PART, partial=False)),
-    )
-    siha = UioNode(node="SIHA_Manager", reg=(0xA010_0000, 0x10000))
-    blob = build_overlay(firmware_name=SHELL_IMAGE, target="fpga_full", uio=[siha])
-    item = "sys/kernel/config/device-tree/overlays/dfx-mgr-base"
-    kernel.mkdir(item)
-    kernel.write_bytes(f"{item}/dtbo", blob)
-    assert kernel.read(f"{item}/status").strip() == "applied"
-    assert kernel.read(f"{item}/path").strip() == ""
+    kernel = _shell_applied_as_a_blob(tmp_path)
     before = list(kernel.log)
     with open_fabric("kv260", backend="linux", sysfs=kernel, uio_timeout_s=2.0) as fab:
         assert fab.regions()[0].state == "EMPTY"
@@ -79,19 +68,7 @@ def test_a_shell_applied_through_the_dtbo_attribute_is_recognised(tmp_path: Path
 
 
 def test_board_check_sees_a_shell_applied_through_the_dtbo_attribute(tmp_path: Path) -> None:
-    from juggle.fabric.linux.check import examine
-
-    kernel = FakeKernel(tmp_path, part=KV_PART, family="zynqmp")
-    siha = UioNode(node="SIHA_Manager", reg=(0xA010_0000, 0x10000))
-    kernel.write_file(
-        f"lib/firmware/{SHELL_IMAGE}",
-        to_bin(build_vendor_bit("opendfx_shell", KV_PART, partial=False)),
-    )
-    item = "sys/kernel/config/device-tree/overlays/dfx-mgr-base"
-    kernel.mkdir(item)
-    kernel.write_bytes(
-        f"{item}/dtbo", build_overlay(firmware_name=SHELL_IMAGE, target="fpga_full", uio=[siha])
-    )
+    _shell_applied_as_a_blob(tmp_path)
     report = examine(load_profile("kv260"), root=tmp_path)
     assert report.shell is not None
     assert report.shell["loaded"] is True, report.shell

@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from juggle.cli import _register_scenarios, app
+from labels_support import figure_labels
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("JUGGLE_GOLDEN_UPDATE") == "1"
@@ -78,30 +79,11 @@ def figures(doc: Any) -> dict[str, float | int]:
     on those too): a golden file must not silently lose or keep an unlabeled figure."""
     out: dict[str, float | int] = {}
     unknown: list[str] = []
-
-    def walk(node: Any, path: str, label: Any) -> None:
-        if isinstance(node, dict):
-            own = node.get("labels") if isinstance(node.get("labels"), dict) else None
-            for key, child in node.items():
-                if key in ("labels", "how"):
-                    continue
-                if own is not None and key in own:
-                    sub = own[key]
-                elif isinstance(label, dict):
-                    sub = label.get(key)
-                else:
-                    sub = label
-                walk(child, f"{path}.{key}" if path else str(key), sub)
-        elif isinstance(node, list):
-            for i, child in enumerate(node):
-                walk(child, f"{path}[{i}]", label)
-        elif isinstance(node, int | float) and not isinstance(node, bool):
-            if label in KEPT:
-                out[path] = node
-            elif label not in DROPPED:
-                unknown.append(f"{path} (label {label!r})")
-
-    walk(doc, "", None)
+    for path, value, label in figure_labels(doc):
+        if label in KEPT:
+            out[path] = value
+        elif label not in DROPPED:
+            unknown.append(f"{path} (label {label!r})")
     assert not unknown, f"figures without a kind: {unknown}"
     return out
 

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from juggle.cli import _register_scenarios, app
 from juggle.simulate.edge_router import EXPERIMENTS
+from labels_support import figure_labels
 
 KINDS = {"measured", "modeled", "input", "calibrated"}
 
@@ -43,33 +44,11 @@ VARIANTS: dict[str, list[str]] = {"--energy": ["--energy"]}
 
 def unlabeled(doc: Any) -> list[str]:
     """Paths of the numeric leaves of ``doc`` that THE RULE leaves without a kind."""
-    out: list[str] = []
-
-    def walk(node: Any, path: str, label: Any) -> None:
-        if isinstance(node, dict):
-            own = node.get("labels") if isinstance(node.get("labels"), dict) else None
-            for key, child in node.items():
-                if key in ("labels", "how"):
-                    continue
-                if own is not None and key in own:
-                    sub = own[key]
-                elif isinstance(label, dict):
-                    sub = label.get(key)
-                else:
-                    sub = label
-                walk(child, f"{path}.{key}" if path else str(key), sub)
-        elif isinstance(node, list):
-            for i, child in enumerate(node):
-                walk(child, f"{path}[{i}]", label)
-        elif (
-            isinstance(node, int | float)
-            and not isinstance(node, bool)
-            and not (isinstance(label, str) and label in KINDS)
-        ):
-            out.append(f"{path} (label {label!r})")
-
-    walk(doc, "", None)
-    return out
+    return [
+        f"{path} (label {label!r})"
+        for path, _, label in figure_labels(doc)
+        if not (isinstance(label, str) and label in KINDS)
+    ]
 
 
 def simulate_runs() -> list[tuple[str, list[str]]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+KINDS = {"measured", "modeled", "input", "calibrated"}
+
 
 def figure_labels(doc: Any) -> list[tuple[str, int | float, Any]]:
     """``(path, value, label)`` for every numeric leaf (int or float, not a bool) of ``doc``:
@@ -34,3 +36,12 @@ def figure_labels(doc: Any) -> list[tuple[str, int | float, Any]]:
 
     walk(doc, "", None)
     return out
+
+
+def unlabeled(doc: Any) -> list[str]:
+    """Paths of the numeric leaves of ``doc`` that THE RULE leaves without a kind."""
+    return [
+        f"{path} (label {label!r})"
+        for path, _, label in figure_labels(doc)
+        if not (isinstance(label, str) and label in KINDS)
+    ]

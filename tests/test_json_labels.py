@@ -24,9 +24,7 @@ from typer.testing import CliRunner
 
 from juggle.cli import _register_scenarios, app
 from juggle.simulate.edge_router import EXPERIMENTS
-from labels_support import figure_labels
-
-KINDS = {"measured", "modeled", "input", "calibrated"}
+from labels_support import unlabeled
 
 SMALL: dict[str, list[str]] = {
     "--duration": ["--duration", "0.02"],
@@ -40,15 +38,6 @@ EXPERIMENTS_OF: dict[str, tuple[str, ...]] = {"edge-router": EXPERIMENTS}
 
 VARIANTS: dict[str, list[str]] = {"--energy": ["--energy"]}
 """Flags that switch a command to another document: each is run as a variant too."""
-
-
-def unlabeled(doc: Any) -> list[str]:
-    """Paths of the numeric leaves of ``doc`` that THE RULE leaves without a kind."""
-    return [
-        f"{path} (label {label!r})"
-        for path, _, label in figure_labels(doc)
-        if not (isinstance(label, str) and label in KINDS)
-    ]
 
 
 def simulate_runs() -> list[tuple[str, list[str]]]:

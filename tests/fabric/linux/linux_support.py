@@ -4,6 +4,7 @@ firmware folder, and a register model where the backend maps a slot's UIO device
 from __future__ import annotations
 
 import sys
+import threading
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -130,3 +131,25 @@ def juggle_round_trip(
     finally:
         fw.close()
     return failed
+
+
+class Caller(threading.Thread):
+    """Calls ``call(n)`` (the ``n``-th call: it returns what was wrong with the result, or
+    None) until stopped; ``failures`` names every wrong result and every error."""
+
+    def __init__(self, call: Callable[[int], str | None]) -> None:
+        super().__init__(daemon=True)
+        self.call = call
+        self.calls = 0
+        self.failures: list[str] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                wrong = self.call(self.calls)
+                if wrong is not None:
+                    self.failures.append(f"call {self.calls}: wrong result {wrong}")
+            except Exception as exc:  # counted: the acceptance is 0 failed calls
+                self.failures.append(f"call {self.calls}: {exc!r}")
+            self.calls += 1

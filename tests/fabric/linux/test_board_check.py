@@ -47,9 +47,9 @@ SHELL_NODES = (
 
 
 def _unlabeled() -> Any:
-    """THE RULE of tests/test_json_labels.py (one place defines it)."""
+    """THE RULE of tests/test_json_labels.py (one place defines it: tests/labels_support.py)."""
     spec = importlib.util.spec_from_file_location(
-        "_json_labels", ROOT / "tests" / "test_json_labels.py"
+        "_labels_support", ROOT / "tests" / "labels_support.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

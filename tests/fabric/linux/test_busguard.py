@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from Crypto.Cipher import DES3
+from linux_support import Caller
 
 import juggle
 from juggle.errors import (
@@ -386,26 +387,15 @@ def software_only_tdes(tmp_path: Path) -> Path:
     return target
 
 
-class Caller(threading.Thread):
-    """Calls ``encrypt`` through the proxy until stopped, checking each result."""
+def encrypt_caller(proxy: Any) -> Caller:
+    """A :class:`Caller` of ``encrypt`` on PLAIN, each result checked against CIPHER."""
 
-    def __init__(self, proxy: Any) -> None:
-        super().__init__(daemon=True)
-        self.proxy = proxy
-        self.calls = 0
-        self.failures: list[str] = []
-        self.stop = threading.Event()
+    def call(_: int) -> str | None:
+        buf = bytearray(PLAIN)
+        proxy.encrypt(buf, len(buf))
+        return None if bytes(buf) == CIPHER else bytes(buf).hex()
 
-    def run(self) -> None:
-        while not self.stop.is_set():
-            buf = bytearray(PLAIN)
-            try:
-                self.proxy.encrypt(buf, len(buf))
-                if bytes(buf) != CIPHER:
-                    self.failures.append(f"call {self.calls}: wrong result {bytes(buf).hex()}")
-            except Exception as exc:
-                self.failures.append(f"call {self.calls}: {exc!r}")
-            self.calls += 1
+    return Caller(call)
 
 
 def test_a_sigbus_during_calls_is_contained_and_recovered(
@@ -421,7 +411,7 @@ def test_a_sigbus_during_calls_is_contained_and_recovered(
         proxy.load_key(KEY)
         fw.juggle(to_hardware=sid)
         assert fw.services()[0].tier == "hardware"
-        caller = Caller(proxy)
+        caller = encrypt_caller(proxy)
         caller.start()
         try:
             wait_for(lambda: caller.calls >= 20)

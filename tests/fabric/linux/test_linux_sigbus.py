@@ -21,7 +21,6 @@ import math
 import os
 import shutil
 import sys
-import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from linux_support import KV_PART, kv260_fake
+from linux_support import KV_PART, Caller, kv260_fake
 
 import juggle
 from juggle.errors import BusFaultError
@@ -131,26 +130,15 @@ class _Slots:
         self.cls = CoreMap
 
 
-class _Caller(threading.Thread):
-    """Calls ``crc32`` through the proxy until stopped, checking each result."""
+def crc_caller(proxy: Any) -> Caller:
+    """A :class:`Caller` of ``crc32`` over MESSAGES, each result checked against zlib."""
 
-    def __init__(self, proxy: Any) -> None:
-        super().__init__(daemon=True)
-        self.proxy = proxy
-        self.calls = 0
-        self.failures: list[str] = []
-        self.stop = threading.Event()
+    def call(n: int) -> str | None:
+        message = MESSAGES[n % len(MESSAGES)]
+        got = proxy.crc32(message)
+        return None if got == zlib.crc32(message) else f"{got:#x}"
 
-    def run(self) -> None:
-        while not self.stop.is_set():
-            message = MESSAGES[self.calls % len(MESSAGES)]
-            try:
-                got = self.proxy.crc32(message)
-                if got != zlib.crc32(message):
-                    self.failures.append(f"call {self.calls}: wrong result {got:#x}")
-            except Exception as exc:  # counted: the acceptance is 0 failed calls
-                self.failures.append(f"call {self.calls}: {exc!r}")
-            self.calls += 1
+    return Caller(call)
 
 
 @pytest.fixture
@@ -189,7 +177,7 @@ def test_a_sigbus_during_calls_is_contained_and_recovered(
     length = dev.stat().st_size
     assert length > 0
 
-    caller = _Caller(proxy)
+    caller = crc_caller(proxy)
     caller.start()
     try:
         wait_for(lambda: slots.cores[0].operations > 0 and caller.calls >= 20)

@@ -32,7 +32,6 @@ import ctypes
 import itertools
 import mmap
 import os
-import select
 import socket
 import struct
 import threading
@@ -62,7 +61,7 @@ from juggle.daemon.protocol import (
     pack,
     unpack,
 )
-from juggle.daemon.spin import DEFAULT_SPIN_US, Spinner, check_spin_us
+from juggle.daemon.spin import DEFAULT_SPIN_US, ReadWait, Spinner, check_spin_us
 from juggle.errors import JuggleError
 from juggle.runtime.framework import (
     JuggleReport,
@@ -130,14 +129,6 @@ class _Segment:
         del anchor  # releases the export again
 
 
-def _readable(sock: socket.socket, timeout_s: float) -> bool:
-    """Whether ``sock`` becomes readable within ``timeout_s`` (``poll``: any descriptor
-    number, where ``select()`` fails past 1,023)."""
-    poller = select.poll()
-    poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
-    return bool(poller.poll(max(0, int(timeout_s * 1000 + 0.999))))
-
-
 def _address(view: memoryview) -> int:
     anchor = ctypes.c_char.from_buffer(view)
     try:
@@ -184,6 +175,7 @@ class _Link:
         self._listener: threading.Thread | None = None
         spin_us = client.spin_us
         self._spinner = Spinner(sock.fileno(), spin_us) if spin_us else None
+        self._readable = ReadWait(sock.fileno())  # a reply's deadline (any fd number)
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -246,7 +238,7 @@ class _Link:
                     continue
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0 or not _readable(self.sock, remaining):
+                    if remaining <= 0 or not self._readable.wait(remaining):
                         return
                 if not self._recv():
                     break

@@ -47,7 +47,6 @@ import contextlib
 import errno
 import fcntl
 import logging
-import math
 import mmap
 import os
 import resource
@@ -95,7 +94,7 @@ from juggle.daemon.protocol import (
     to_wire,
 )
 from juggle.daemon.safefs import bind_unix_socket
-from juggle.daemon.spin import DEFAULT_SPIN_US, Spinner, check_spin_us
+from juggle.daemon.spin import DEFAULT_SPIN_US, ReadWait, Spinner, check_spin_us
 from juggle.daemon.state import ModuleEntry, StateDir
 from juggle.errors import JuggleError, ServiceArgumentError, ServiceStateError, UnknownServiceError
 from juggle.runtime.framework import Framework, ServiceStatistics
@@ -375,7 +374,7 @@ class _Connection:
         self.max_segments = max_segments
         self.out = _Writer(sock, loop, max_queued, account)
         self.out.on_overflow = self.abort
-        self._readable: select.poll | None = None  # the frame-deadline wait (any fd number)
+        self._readable: ReadWait | None = None  # the frame-deadline wait
         self.handles: dict[int, _Handle] = {}
         self.segments: dict[int, _Segment] = {}
         self.shm_bytes = 0
@@ -409,9 +408,8 @@ class _Connection:
         thread; ``poll(2)``, so a descriptor past 1,023 is waited on like any other)."""
         readable = self._readable
         if readable is None:
-            readable = self._readable = select.poll()
-            readable.register(self.fd, select.POLLIN | select.POLLPRI)
-        return bool(readable.poll(max(0, math.ceil(timeout_s * 1000))))
+            readable = self._readable = ReadWait(self.fd)
+        return readable.wait(timeout_s)
 
     def send(self, message: dict[str, Any], fd: int | None = None) -> None:
         """Send ``message`` (from any thread); a closed connection drops it."""

@@ -26,7 +26,7 @@ import time
 
 from juggle.daemon.errors import SpinLimitError
 
-__all__ = ["DEFAULT_SPIN_US", "MAX_SPIN_US", "Spinner", "check_spin_us"]
+__all__ = ["DEFAULT_SPIN_US", "MAX_SPIN_US", "ReadWait", "Spinner", "check_spin_us"]
 
 #: Default bound of one spin (µs), in the daemon's reader threads and in the client.
 DEFAULT_SPIN_US = 50.0
@@ -96,3 +96,19 @@ class Spinner:
         finally:
             if gate is not None:
                 gate.release()
+
+
+class ReadWait:
+    """Waits, with a timeout, for one descriptor to become readable (or end): a ``poll(2)``
+    registered once, so a descriptor past 1,023 is waited on like any other (``select()``
+    refuses those)."""
+
+    __slots__ = ("_poller",)
+
+    def __init__(self, fd: int) -> None:
+        self._poller = select.poll()
+        self._poller.register(fd, select.POLLIN | select.POLLPRI)
+
+    def wait(self, timeout_s: float) -> bool:
+        """Whether the descriptor is readable within ``timeout_s`` (rounded up to a ms)."""
+        return bool(self._poller.poll(max(0, math.ceil(timeout_s * 1000))))

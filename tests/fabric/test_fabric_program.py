@@ -333,8 +333,17 @@ class Recorder:
     def enable_show(self) -> bool:
         return self.enabled
 
+    def check_bitstream(self, bitstream: Bitstream) -> None:
+        pass  # the Backend contract's format check: the recorder takes every bitstream
+
     def check_design(self, design: str, region: RegionProfile) -> None:
         self.calls.append("check_design")
+
+    def describe(self, bitstream: Bitstream, region: RegionProfile) -> None:
+        pass  # nothing comes beside a bitstream here
+
+    def unload(self, region: RegionProfile) -> None:
+        pass  # the recorder's regions hold nothing beyond their window
 
     def attach(self, region: RegionProfile, design: str) -> _Window:
         self.calls.append(f"attach {design}")

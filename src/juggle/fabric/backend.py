@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from juggle.fabric.bitstream import Bitstream
 from juggle.fabric.bridge import BridgeOps
 from juggle.fabric.faults import FaultInjector
 from juggle.fabric.manager import ManagerOps
@@ -38,8 +39,18 @@ class Backend(Protocol):
         """The operations of ``region``'s bridge."""
         ...
 
+    def check_bitstream(self, bitstream: Bitstream) -> None:
+        """Refuse, before anything changes, a bitstream whose format or device family this
+        backend's configuration port does not take (the simulators take any)."""
+        ...
+
     def check_design(self, design: str, region: RegionProfile) -> None:
         """Refuse, before anything changes, a design this backend cannot serve in ``region``."""
+        ...
+
+    def describe(self, bitstream: Bitstream, region: RegionProfile) -> None:
+        """Note what ``bitstream``'s file brings beside it for loads into ``region`` (Linux: a
+        dfx-mgr slot's overlay); refuse it when that is malformed. Nothing on the simulators."""
         ...
 
     def attach(self, region: RegionProfile, design: str) -> MMIO:
@@ -48,6 +59,11 @@ class Backend(Protocol):
 
     def detach(self, region: RegionProfile) -> None:
         """Drop ``region``'s current window (its design is unloaded or being overwritten)."""
+        ...
+
+    def unload(self, region: RegionProfile) -> None:
+        """Take ``region``'s design out (called after its bridge closed and its window was
+        dropped): Linux removes the slot's overlay; a simulated region just forgets it."""
         ...
 
     def close(self) -> None:

@@ -185,16 +185,11 @@ class Fabric:
             )
         # a backend whose kernel takes some formats only (Linux: a ZynqMP manager takes no
         # .pdi) refuses the others here, before anything is written
-        check_bitstream = getattr(self._backend, "check_bitstream", None)
-        if check_bitstream is not None:
-            check_bitstream(bitstream)
+        self._backend.check_bitstream(bitstream)
         if design:
             self._backend.check_design(bitstream.design, target)
-            # a backend that loads what the bitstream's file brings beside it (the Linux
-            # backend: a dfx-mgr slot's overlay) notes it; the others have no such hook
-            describe = getattr(self._backend, "describe", None)
-            if describe is not None:
-                describe(bitstream, target)
+            # what the bitstream's file brings beside it (Linux: a dfx-mgr slot's overlay)
+            self._backend.describe(bitstream, target)
 
     def program(
         self,

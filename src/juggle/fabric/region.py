@@ -229,13 +229,11 @@ class FpgaRegion:
             design = self._loaded.design if self._loaded else None
             self._bridge.disable()
             self._detach()
-            take_out = getattr(self._backend, "unload", None)  # a backend whose slots hold
-            if take_out is not None:  # designs until taken out (Linux: rmdir the overlay)
-                try:
-                    take_out(self.profile)
-                except FabricError as exc:
-                    self._fail("unload", exc)
-                    raise
+            try:  # slots hold designs until taken out (Linux: rmdir the overlay)
+                self._backend.unload(self.profile)
+            except FabricError as exc:
+                self._fail("unload", exc)
+                raise
             with self._guard:
                 self._state, self._error = RegionState.EMPTY, None
                 self._quarantined = False

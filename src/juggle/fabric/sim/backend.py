@@ -122,6 +122,15 @@ class SimBackend:
         """The simulated bridge of ``region``."""
         return self._bridges[region.name]
 
+    def check_bitstream(self, bitstream: Bitstream) -> None:
+        """Any format goes: the simulated configuration port takes every bitstream."""
+
+    def describe(self, bitstream: Bitstream, region: RegionProfile) -> None:
+        """Nothing comes beside a bitstream on the simulated board."""
+
+    def unload(self, region: RegionProfile) -> None:
+        """Nothing to take out: the detached window was the design."""
+
     def check_design(self, design: str, region: RegionProfile) -> None:
         """Refuse a design with no model, or whose window exceeds the region's.
 

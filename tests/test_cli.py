@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from juggle.cli import _register_scenarios, app
+from juggle.commands.cli import _register_scenarios, app
 from juggle.errors import SignatureError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ def test_console_script_error_exit_code(tmp_path: Path) -> None:
     import sys
 
     missing = tmp_path / "nowhere"
-    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    code = "import sys; from juggle.commands.cli import main; sys.argv[0] = 'juggle'; main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, "module", "validate", str(missing)],
         capture_output=True,
@@ -154,7 +154,7 @@ def test_console_validate_of_a_broken_module_is_one_line_exit_2(tmp_path: Path) 
     import sys
 
     target = _broken_copy(tmp_path, "x = (\n")
-    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    code = "import sys; from juggle.commands.cli import main; sys.argv[0] = 'juggle'; main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, "module", "validate", str(target)],
         capture_output=True,
@@ -219,7 +219,7 @@ def test_the_examples_ship_inside_the_package_and_the_demo_runs_from_anywhere(
     assert (example_module("tdes") / "juggle.toml").is_file()
     with pytest.raises(juggle.errors.UnknownModuleError, match="'nope'.*tdes"):
         example_module("nope")
-    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    code = "import sys; from juggle.commands.cli import main; sys.argv[0] = 'juggle'; main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, "demo", "--json"],
         capture_output=True,
@@ -244,7 +244,7 @@ def _leaves(command: object, path: tuple[str, ...] = ()) -> list[tuple[tuple[str
 def test_every_command_of_the_tree_takes_json() -> None:
     import typer.main
 
-    from juggle.cli import _register_scenarios
+    from juggle.commands.cli import _register_scenarios
 
     _register_scenarios()
     tree = typer.main.get_command(app)
@@ -256,6 +256,35 @@ def test_every_command_of_the_tree_takes_json() -> None:
         if not any("--json" in getattr(p, "opts", []) for p in getattr(command, "params", []))
     ]
     assert missing == []
+
+
+def test_the_console_script_is_the_command_apps_main() -> None:
+    import importlib
+    import tomllib
+
+    from juggle.commands import cli
+
+    target = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["juggle"]
+    module, _, name = target.partition(":")
+    assert getattr(importlib.import_module(module), name) is cli.main
+
+
+def test_every_command_and_group_shows_its_help() -> None:
+    import typer.main
+
+    _register_scenarios()
+    tree = typer.main.get_command(app)
+
+    def paths(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        subcommands = getattr(command, "commands", {})
+        return [path] + [p for n, sub in subcommands.items() for p in paths(sub, (*path, n))]
+
+    every = paths(tree)
+    assert {("simulate", "tdes"), ("module", "new"), ("board", "check")} <= set(every)
+    for path in every:
+        result = runner.invoke(app, [*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "usage:" in result.stdout.lower(), path  # the daemon's own parser says "usage:"
 
 
 @pytest.mark.parametrize(
@@ -273,7 +302,7 @@ def test_errors_under_json_are_one_json_document_and_exit_2(argv: list[str]) -> 
     import subprocess
     import sys
 
-    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    code = "import sys; from juggle.commands.cli import main; sys.argv[0] = 'juggle'; main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, *argv, "--json"], capture_output=True, text=True, timeout=60
     )
@@ -285,7 +314,7 @@ def test_errors_under_json_are_one_json_document_and_exit_2(argv: list[str]) -> 
 def test_shell_json_answers_each_command_with_one_json_line() -> None:
     import io
 
-    from juggle.shell import run_shell
+    from juggle.commands.shell import run_shell
 
     out = io.StringIO()
     script = f"install {ROOT / 'examples/modules/tdes'}\nstart 1\nservices\nstart 9\nquit\n"
@@ -318,7 +347,7 @@ def test_bench_shows_progress_on_stderr_and_counts_as_integers(tmp_path: Path) -
     import subprocess
     import sys
 
-    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    code = "import sys; from juggle.commands.cli import main; sys.argv[0] = 'juggle'; main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, "bench", "--quick", "--only", "alloc"],
         capture_output=True,

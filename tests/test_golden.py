@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from juggle.cli import _register_scenarios, app
+from juggle.commands.cli import _register_scenarios, app
 from labels_support import figure_labels
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -160,7 +160,7 @@ def test_measured_figures_are_left_out_and_the_comparison_is_exact() -> None:
 
 def test_a_changed_model_fails_the_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
     """Break a modeled figure on purpose: the golden comparison names what moved."""
-    import juggle.simulate.tdes as tdes
+    import juggle.simulate.tdes.model as tdes
     import juggle.simulate.thumbpod as thumbpod
 
     costs = dict(thumbpod.INSTRUCTION_COSTS)

@@ -30,7 +30,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from typer.testing import CliRunner
 
-from juggle.cli import app
+from juggle.commands.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_FILE = ROOT / "src/juggle/schemas/juggle-module.schema.json"
@@ -87,7 +87,13 @@ def test_the_shipped_descriptors_are_found() -> None:
 @contextlib.contextmanager
 def dashboard(*args: str) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, Any]]]:
     """A ``juggle dashboard --json`` process and the document it announced; always ended."""
-    argv = [sys.executable, "-c", "from juggle.cli import main; main()", "dashboard", "--json"]
+    argv = [
+        sys.executable,
+        "-c",
+        "from juggle.commands.cli import main; main()",
+        "dashboard",
+        "--json",
+    ]
     proc = subprocess.Popen([*argv, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert proc.stdout is not None and proc.stderr is not None

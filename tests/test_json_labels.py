@@ -22,8 +22,8 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from juggle.cli import _register_scenarios, app
-from juggle.simulate.edge_router import EXPERIMENTS
+from juggle.commands.cli import _register_scenarios, app
+from juggle.simulate.router.experiments import EXPERIMENTS
 from labels_support import unlabeled
 
 SMALL: dict[str, list[str]] = {

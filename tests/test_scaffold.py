@@ -25,7 +25,7 @@ import typer
 from typer.testing import CliRunner
 
 import juggle
-from juggle.cli import module_validate
+from juggle.commands.module import module_bitstream, module_new, module_validate
 from juggle.errors import (
     BitstreamTooLargeError,
     ConfigurationError,
@@ -37,13 +37,7 @@ from juggle.errors import (
 from juggle.fabric.bitstream import read_bitstream
 from juggle.fabric.sim.model import RegisterModel
 from juggle.fabric.sim.window import SimWindow
-from juggle.scaffold import (
-    module_bitstream,
-    module_new,
-    new_module,
-    scaffold_module,
-    write_module_bitstream,
-)
+from juggle.scaffold import new_module, scaffold_module, write_module_bitstream
 from juggle.shipped import example_module
 
 runner = CliRunner()

@@ -1,4 +1,4 @@
-"""``juggle demo``: the Juggle paper's scenario (section 6) on the simulated xupv2p board.
+"""The demo: the Juggle paper's scenario (section 6) on the simulated xupv2p board.
 
 A mail application decrypts Triple-DES messages while a music player decodes IMA ADPCM audio.
 The window manager moves the focus mail → music → mail; the ``foreground`` controller gives
@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from Crypto.Cipher import DES3
-from rich.console import Console
-from rich.table import Table
 
 from juggle.core.controllers import load_controller
 from juggle.energy import energy_of
@@ -343,60 +341,3 @@ def _juggle_row(number: int, service: str, direction: str, report: Any) -> dict[
         "bridge_ms": round(report.bridge_ms, 3),
         "overhead_us": round(report.overhead_us, 1),
     }
-
-
-def render_demo(result: dict[str, Any], console: Console) -> None:
-    """The demo's result as rich tables."""
-    console.print(f"[bold]juggle demo[/bold] on {result['board']}: mail (TDES) + music (ADPCM)")
-    console.print(
-        "A mail application decrypts messages while a music player decodes audio; whichever "
-        "has the focus gets the board's one hardware region, the other runs in software."
-    )
-    for line in result["story"]:
-        console.print(f"  {line}")
-    phases = Table(title="Focus changes")
-    for col in ("focus", "TDES tier", "ADPCM tier", "seconds¹"):
-        phases.add_column(col)
-    for p in result["phases"]:
-        phases.add_row(
-            str(p["focus"] or "-"),
-            p["tiers"]["tdes"],
-            p["tiers"]["adpcm"],
-            f"{p['seconds_measured']:.3f}",
-        )
-    console.print(phases)
-    table = Table(title="Calls and throughput per service and tier")
-    for col in ("service", "tier", "calls", "bytes", "MB/s", "figure²"):
-        table.add_column(col, justify="right" if col in ("calls", "bytes", "MB/s") else "left")
-    for row in result["services"]:
-        table.add_row(
-            row["service"],
-            row["tier"],
-            str(row["calls"]),
-            str(row["bytes"]),
-            f"{row['throughput_mb_s']:.3f}",
-            row["figure"],
-        )
-    console.print(table)
-    juggles = Table(title="Juggles (ms modeled, µs measured)")
-    for col in ("#", "service", "to", "region", "reconf ms", "bridge ms", "overhead µs³"):
-        juggles.add_column(col, justify="right" if col.endswith(("ms", "³")) else "left")
-    for j in result["juggles"]:
-        juggles.add_row(
-            str(j["juggle"]),
-            j["service"],
-            j["direction"].removeprefix("to_"),
-            str(j["region"]),
-            f"{j['reconfiguration_ms']:.3f}",
-            f"{j['bridge_ms']:.3f}",
-            f"{j['overhead_us']:.0f}",
-        )
-    console.print(juggles)
-    ok = "[green]yes[/green]" if result["results_agree"] else "[red]NO[/red]"
-    console.print(f"failed calls: {result['failed_calls']}   all tiers identical: {ok}")
-    notes = result["notes"]
-    for mark, key in (("¹", "seconds"), ("²", "figure"), ("³", "overhead")):
-        console.print(f"{mark} {notes[key]}")
-    if any(row["tier"] == "native" for row in result["services"]):
-        console.print(f"  {notes['native']}")
-    console.print(f"  {notes['region']}")

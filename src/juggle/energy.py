@@ -11,7 +11,7 @@ runs Python, the board a PowerPC. It is taken, per service and tier, from the fi
    (``ServiceStatistics.hardware_modeled_mean_us`` x calls, modeled at the profile's ``[bus]``
    costs; ``xupv2p``'s are calibrated to the paper's TDES timing, see that profile),
 2. the service's board cost model (``board_models``; TDES: Fig 7's per-call and per-block
-   costs, :func:`juggle.simulate.tdes.tier_seconds`, modeled with calibrated costs: libdes's
+   costs, :func:`juggle.simulate.tdes.model.tier_seconds`, modeled with calibrated costs: libdes's
    block fitted to Fig 8's C runtime, J9 JCE's three times that),
 3. otherwise nothing: the pair is listed in ``not_modeled`` and left out of the sums, unless
    ``host_stand_in`` asks for the host's wall clock (mean x calls) in its place, labeled
@@ -43,8 +43,8 @@ _TDES_TIERS = {"software": "software", "native": "native", "hardware": "hardware
 def tdes_board_model(profile: str | BoardProfile = "xupv2p") -> BoardModel:
     """TDES on ``profile``: the juggle tiers software, native and hardware as Fig 7's
     software (J9 JCE), native (libdes) and hardware-proxied paths (modeled, costs calibrated:
-    see :class:`~juggle.simulate.tdes.TierCosts`)."""
-    from juggle.simulate.tdes import tier_seconds
+    see :class:`~juggle.simulate.tdes.model.TierCosts`)."""
+    from juggle.simulate.tdes.model import tier_seconds
 
     board = load_profile(profile) if isinstance(profile, str) else profile
 

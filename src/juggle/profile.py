@@ -1,11 +1,11 @@
-"""``juggle profile MODULE_OR_SERVICE``: ThumbPod's refinement step for any service.
+"""Profiling a service: ThumbPod's refinement step for any service (``juggle profile``).
 
 ThumbPod refines one function from Java to C to hardware and asks at each step two things:
 does the new level compute the same thing, and what does one call cost, split into the
 *interface* (every layer between the caller and the implementation) and the *core* (the
 implementation's own work)? :func:`profile_service` asks both for every tier a service has:
 
-* **Differential check.** The same inputs (a :class:`Workload`: state-setting calls first,
+* **Differential check.** The same inputs (a :class:`ProfileWorkload`: state-setting calls first,
   then the checked calls) run through the service's proxy at every tier; the results (return
   values and the bytes of in-place buffers) must be equal. A hardware call served by the
   software fallback does not count as agreeing: the hardware did not compute it.
@@ -29,22 +29,15 @@ the name of a module or an interface among the modules shipped in ``examples/mod
 
 from __future__ import annotations
 
-import json
 import random
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-from rich.console import Console
-from rich.table import Table
-
-from juggle.clierror import fail
 from juggle.errors import ConfigurationError, JuggleError, ServiceUnavailableError
 from juggle.fabric.fabric import Fabric
 from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, GuardedWindow
@@ -55,10 +48,8 @@ from juggle.shipped import example_modules
 __all__ = [
     "LABELS",
     "Call",
-    "Workload",
+    "ProfileWorkload",
     "profile_service",
-    "register",
-    "render_profile",
     "workload_for",
 ]
 
@@ -97,7 +88,7 @@ class Call:
 
 
 @dataclass(frozen=True, slots=True)
-class Workload:
+class ProfileWorkload:
     """The inputs of a profile: ``setup`` (state-setting calls made first at every tier),
     ``checks`` (calls whose results every tier must reproduce, in order) and ``timed`` (the
     call whose cost is measured, made after ``setup``)."""
@@ -124,7 +115,7 @@ _CIPHERS: Mapping[str, tuple[int, int]] = {"aes": (16, 16), "des": (8, 8), "tdes
 
 def _cipher_workload(
     properties: Mapping[str, Any], rng: random.Random, vectors: int, size: int | None
-) -> Workload:
+) -> ProfileWorkload:
     algorithm = properties.get("algorithm")
     if algorithm not in _CIPHERS:
         raise ConfigurationError(
@@ -145,7 +136,7 @@ def _cipher_workload(
         for method in ("encrypt", "decrypt")
         for _ in range(vectors)
     )
-    return Workload(
+    return ProfileWorkload(
         (Call("load_key", (key,)),),
         checks,
         Call("encrypt", (bytearray(rng.randbytes(size)), size)),
@@ -154,14 +145,14 @@ def _cipher_workload(
     )
 
 
-def _int_workload(method: str) -> Callable[..., Workload]:
+def _int_workload(method: str) -> Callable[..., ProfileWorkload]:
     def build(
         properties: Mapping[str, Any], rng: random.Random, vectors: int, size: int | None
-    ) -> Workload:
+    ) -> ProfileWorkload:
         low, high = -(1 << 31), (1 << 31) - 1
         edges = [(high, 1), (low, -1), (high, high), (low, low), (0, -1), (-7, 3)]
         pairs = edges + [(rng.randint(low, high), rng.randint(low, high)) for _ in range(vectors)]
-        return Workload(
+        return ProfileWorkload(
             (),
             tuple(Call(method, pair) for pair in pairs),
             Call(method, (123_456, -789)),
@@ -173,11 +164,11 @@ def _int_workload(method: str) -> Callable[..., Workload]:
 
 def _decoder_workload(
     properties: Mapping[str, Any], rng: random.Random, vectors: int, size: int | None
-) -> Workload:
+) -> ProfileWorkload:
     size = 64 if size is None else size
     if size <= 0:
         raise ConfigurationError(f'"size" must be > 0 bytes, got {size}', size)
-    return Workload(
+    return ProfileWorkload(
         (Call("reset"),),
         tuple(Call("decode", (rng.randbytes(size),)) for _ in range(vectors)),
         Call("decode", (rng.randbytes(size),)),
@@ -185,7 +176,7 @@ def _decoder_workload(
     )
 
 
-_BUILDERS: Mapping[str, Callable[..., Workload]] = {
+_BUILDERS: Mapping[str, Callable[..., ProfileWorkload]] = {
     "EncryptionService": _cipher_workload,
     "AddService": _int_workload("add"),
     "MulService": _int_workload("mul"),
@@ -200,19 +191,19 @@ def workload_for(
     seed: int = 1,
     vectors: int = 8,
     size: int | None = None,
-) -> Workload:
+) -> ProfileWorkload:
     """The built-in workload of ``interface`` (full or short name) for a service with
     ``properties``: ``vectors`` random checked calls from ``seed``; ``size`` is the bytes per
     call of buffer services (default: one cipher block, 64 bytes of ADPCM).
 
     Raises :class:`~juggle.errors.ConfigurationError` for an interface without a built-in
-    workload (pass your own :class:`Workload`) or a bad ``size`` / ``vectors``.
+    workload (pass your own :class:`ProfileWorkload`) or a bad ``size`` / ``vectors``.
     """
     builder = _BUILDERS.get(short_name(interface))
     if builder is None:
         raise ConfigurationError(
             f"no built-in workload for interface {interface!r} (built in: "
-            f"{', '.join(sorted(_BUILDERS))}); pass workload=Workload(...)",
+            f"{', '.join(sorted(_BUILDERS))}); pass workload=ProfileWorkload(...)",
             interface,
         )
     if isinstance(vectors, bool) or not isinstance(vectors, int) or vectors < 1:
@@ -395,7 +386,11 @@ class _Replay:
 
 
 def _replayed(
-    driver_cls: type, window: Any, region: str, workload: Workload, invoke: Callable[[Any], object]
+    driver_cls: type,
+    window: Any,
+    region: str,
+    workload: ProfileWorkload,
+    invoke: Callable[[Any], object],
 ) -> object | None:
     """A ``driver_cls`` on a replay of its own register reads: made on ``window`` with the
     workload's setup and one ``invoke(driver)``, then answering every further ``invoke`` from
@@ -443,7 +438,7 @@ def _outcome(result: object, args: tuple[Any, ...]) -> object:
     return (result, tuple(bytes(a) for a in args if isinstance(a, bytearray)))
 
 
-def _run_checks(proxy: ServiceProxy, workload: Workload) -> list[object]:
+def _run_checks(proxy: ServiceProxy, workload: ProfileWorkload) -> list[object]:
     for call in workload.setup:
         getattr(proxy, call.method)(*call.fresh_args())
     out: list[object] = []
@@ -458,7 +453,7 @@ def _run_checks(proxy: ServiceProxy, workload: Workload) -> list[object]:
 
 def _compare(
     results: Mapping[str, list[object]],
-    workload: Workload,
+    workload: ProfileWorkload,
     unserved: Mapping[str, int],
     refused: Mapping[str, str],
 ) -> tuple[bool, list[dict[str, Any]]]:
@@ -532,7 +527,7 @@ class _TierCost:
 
 
 def _soft_cost(
-    proxy: ServiceProxy, tier: str, workload: Workload, sample: int, timing: _Timing
+    proxy: ServiceProxy, tier: str, workload: ProfileWorkload, sample: int, timing: _Timing
 ) -> _TierCost:
     impl = binding_of(proxy).impl
     call = workload.timed
@@ -595,7 +590,7 @@ def _modeled_bus(fw: Any, proxy: ServiceProxy, region: str, call: Call) -> dict[
 
 
 def _hardware_cost(
-    fw: Any, proxy: ServiceProxy, region: str, workload: Workload, timing: _Timing
+    fw: Any, proxy: ServiceProxy, region: str, workload: ProfileWorkload, timing: _Timing
 ) -> _TierCost:
     device = binding_of(proxy).impl
     call = workload.timed
@@ -695,7 +690,11 @@ def _hardware_cost(
 
 
 def _profile_one(
-    fw: Any, snap: Any, flt: str | None, workload: Workload | None, options: Mapping[str, Any]
+    fw: Any,
+    snap: Any,
+    flt: str | None,
+    workload: ProfileWorkload | None,
+    options: Mapping[str, Any],
 ) -> dict[str, Any] | None:
     sid = snap.service_id
     query = f"(service.id={sid})" if flt is None else f"(&(service.id={sid}){flt})"
@@ -768,7 +767,7 @@ def profile_service(
     *,
     fabric: str | Path | Fabric = "xupv2p",
     filter: str | None = None,
-    workload: Workload | None = None,
+    workload: ProfileWorkload | None = None,
     seed: int = 1,
     vectors: int = 8,
     size: int | None = None,
@@ -838,103 +837,3 @@ def profile_service(
         "services": services,
         "labels": dict(LABELS),
     }
-
-
-# -- the command -------------------------------------------------------------------------------
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``profile`` command to the ``juggle`` app."""
-    app.command("profile")(profile)
-
-
-def profile(
-    target: Annotated[
-        str, typer.Argument(help="Module path, or a shipped module's or interface's name.")
-    ],
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
-    filter: Annotated[
-        str | None, typer.Option("--filter", help='LDAP filter, e.g. "(algorithm=aes)".')
-    ] = None,
-    fabric: Annotated[str, typer.Option(help="Board profile.")] = "xupv2p",
-    seed: Annotated[int, typer.Option(help="Seed of the random inputs.")] = 1,
-    vectors: Annotated[int, typer.Option(help="Random checked calls per method.")] = 8,
-    size: Annotated[
-        int | None, typer.Option(help="Bytes per call for buffer services (default: a block).")
-    ] = None,
-    rounds: Annotated[int, typer.Option(help="Timing rounds (the best is kept).")] = 5,
-    round_ms: Annotated[float, typer.Option(help="Length of one timing round, ms.")] = 5.0,
-) -> None:
-    """Run the same inputs at every tier of a service: do the results agree, and what does
-    one call cost, split into interface and core (ThumbPod's refinement step)."""
-    try:
-        doc = profile_service(
-            target,
-            fabric=fabric,
-            filter=filter,
-            seed=seed,
-            vectors=vectors,
-            size=size,
-            rounds=rounds,
-            round_ms=round_ms,
-        )
-    except JuggleError as exc:
-        fail(exc, json_out)
-    if json_out:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        render_profile(doc, Console())
-    if not doc["agree"]:
-        raise typer.Exit(1)
-
-
-def _us(value: object) -> str:
-    return "-" if value is None else f"{float(value):,.2f}"  # type: ignore[arg-type]
-
-
-def render_profile(doc: Mapping[str, Any], console: Console) -> None:
-    """Print a profile: per service a table of tiers (interface parts, core, total, gain)."""
-    for service in doc["services"]:
-        module = service["module"] or "no module"
-        name = f"{service['interface']} ({module}, id {service['service_id']})"
-        table = Table(title=f"{name}: one {service['workload']['timed']}, µs")
-        for column in (
-            "tier",
-            "proxy",
-            "runtime",
-            "driver",
-            "bus",
-            "core",
-            "total",
-            "gain",
-            "total is",
-        ):
-            table.add_column(column, justify="left" if column in ("tier", "total is") else "right")
-        for tier, cost in service["tiers"].items():
-            if "error" in cost:
-                table.add_row(tier, *["-"] * 7, cost["error"][:40])
-                continue
-            parts = cost["interface"]
-            table.add_row(
-                tier,
-                _us(parts.get("proxy_us")),
-                _us(parts.get("runtime_us")),
-                _us(parts.get("driver_us")),
-                _us(parts.get("bus_us")),
-                _us(cost["core"].get("us")),
-                _us(cost["total_us"]),
-                f"{cost['gain']:.1f}x",
-                cost["labels"]["total_us"],
-            )
-        console.print(table)
-        verdict = "[green]agree[/green]" if service["agree"] else "[red]DISAGREE[/red]"
-        console.print(
-            f"{verdict}: {service['workload']['checks']} checked calls at "
-            f"{', '.join(service['tiers'])}; gain over the slowest tier ({service['slowest_tier']})"
-        )
-        for problem in service["disagreements"]:
-            console.print(f"  {problem}")
-    console.print(
-        "proxy, runtime, driver: measured on this machine; bus and core: modeled on the "
-        f"simulated {doc['fabric']} fabric clock (hardware totals are modeled sums)"
-    )

@@ -1,38 +1,16 @@
-"""Progress of long commands: a transient rich bar on stderr, silent for scripts.
+"""Progress of long computations: the callback they report through.
 
-Computations take a :data:`Progress` callback and call it as they go; the command wraps them
-in :func:`progress_bar`, which hands them a callback (or ``None`` with ``--json``/``--quiet``,
-or when stderr is no terminal), so stdout stays the command's output alone.
+A computation that takes a while (a benchmark suite, a synthesis, a long simulation) takes an
+optional :data:`Progress` and calls it as it goes, like a runner calling out lap times; it
+never draws anything itself. The command line hands it a progress bar
+(:func:`juggle.commands.progressbar.progress_bar`); a script passes None or its own callback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
-__all__ = ["Progress", "progress_bar"]
+__all__ = ["Progress"]
 
 Progress = Callable[[str, int, int], None]
 """A progress callback: ``(what is being done, steps done, steps in all)``."""
-
-
-@contextmanager
-def progress_bar(label: str, *, silent: bool) -> Iterator[Progress | None]:
-    """A transient rich progress bar on stderr; yields the callback to hand to the
-    computation, or None when ``silent`` (``--json`` or ``--quiet``) or stderr is no terminal
-    (rich's ``TTY_COMPATIBLE=1`` says it is one)."""
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    if silent or not console.is_terminal:
-        yield None
-        return
-    from rich.progress import Progress as Bar
-
-    with Bar(console=console, transient=True, refresh_per_second=5) as bar:
-        task = bar.add_task(label, total=None)
-
-        def step(what: str, done: int, total: int) -> None:
-            bar.update(task, total=total, completed=done, description=f"{label}: {what}")
-
-        yield step

@@ -1,4 +1,4 @@
-"""``juggle module new`` and ``juggle module bitstream``: a working co-module in one command.
+"""Scaffolding a module: a working co-module in one call, and bitstreams for its regions.
 
 :func:`new_module` writes a complete co-module for a new interface ``pkg.Service`` into
 ``target_dir/NAME``: the interface (a state-setting ``set_mask`` and one data method), a
@@ -10,8 +10,8 @@ through replacing the placeholder with a real service.
 
 :func:`write_module_bitstream` writes a bitstream for a design into a region of a board profile,
 with the board's part and the region's typical size (or ``size``), checked against the region's
-``max_bitstream_bytes``. The two typer commands :func:`module_new` and :func:`module_bitstream`
-wrap them (``--json`` prints exactly one JSON document, errors included).
+``max_bitstream_bytes``. The commands ``juggle module new`` and ``juggle module bitstream``
+(:mod:`juggle.commands.module`) wrap them.
 
 Generated files are written into a hidden sibling folder first and renamed into place, so a
 failure leaves no half module behind.
@@ -24,22 +24,17 @@ import keyword
 import os
 import re
 import shutil
-import sys
 import tempfile
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from juggle.clierror import fail
 from juggle.errors import (
     BitstreamError,
     BitstreamTooLargeError,
     ConfigurationError,
-    JuggleError,
     ModuleError,
     ResourceError,
 )
@@ -53,8 +48,6 @@ __all__ = [
     "TEMPLATE_RESOURCES",
     "TEMPLATE_RESOURCES_LUT",
     "ModuleScaffold",
-    "module_bitstream",
-    "module_new",
     "new_module",
     "scaffold_module",
     "template_resources",
@@ -84,10 +77,10 @@ _RESERVED_METHODS = frozenset({"set_mask", "juggle_save_state", "juggle_restore_
 # -- bitstreams ---------------------------------------------------------------------------------
 
 
-def _profile(fabric: str | Path) -> BoardProfile:
-    from juggle.fabric.profiles import load_profile
+def _profile(fabric: str | Path | BoardProfile) -> BoardProfile:
+    from juggle.fabric.profiles import BoardProfile, load_profile
 
-    return load_profile(fabric)
+    return fabric if isinstance(fabric, BoardProfile) else load_profile(fabric)
 
 
 def _size_for(region: RegionProfile, size: int | None, source: str) -> int:
@@ -123,12 +116,12 @@ def write_module_bitstream(
     path: str | Path,
     design: str,
     *,
-    fabric: str | Path,
+    fabric: str | Path | BoardProfile,
     region: str,
     size: int | None = None,
 ) -> Path:
-    """Write a bitstream for ``design`` into ``region`` of board profile ``fabric`` (a name or
-    a profile path) to ``path`` (parents created); returns the path.
+    """Write a bitstream for ``design`` into ``region`` of board profile ``fabric`` (a name, a
+    profile path or a loaded profile) to ``path`` (parents created); returns the path.
 
     The header carries the board's part and ``Region=region``; the file is ``size`` bytes, by
     default the region's typical partial bitstream (``bitstream_bytes``, else its maximum).
@@ -696,105 +689,3 @@ def new_module(
     return scaffold_module(
         name, interface, target_dir=target_dir, fabric=fabric, region=region
     ).path
-
-
-# -- the commands (registered on ``juggle module`` by juggle.cli) --------------------------------
-
-_JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-
-
-def _emit(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def module_new(
-    name: Annotated[str, typer.Argument(help="Module name (a-z, 0-9, _ and -), e.g. demo_svc.")],
-    interface: Annotated[
-        str,
-        typer.Option(
-            "--interface", help="The new interface as package.Class, e.g. demo.EchoService."
-        ),
-    ],
-    target_dir: Annotated[
-        Path, typer.Option("--target-dir", help="Folder to create the module folder NAME in.")
-    ] = Path("."),
-    fabric: Annotated[
-        str, typer.Option(help="Board profile (name or path) the bitstream is built for.")
-    ] = "xupv2p",
-    region: Annotated[
-        str | None,
-        typer.Option(help="Region of the bitstream (default: the first the core fits)."),
-    ] = None,
-    json_out: _JsonOpt = False,
-) -> None:
-    """Scaffold a complete co-module: interface, software, driver, register model, descriptor
-    and a bitstream; it validates, installs and juggles as generated."""
-    try:
-        made = scaffold_module(name, interface, target_dir=target_dir, fabric=fabric, region=region)
-    except JuggleError as exc:
-        fail(exc, json_out)
-    if json_out:
-        _emit(made.to_json())
-        return
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console()
-    console.print(
-        f"[green]created[/green] module [bold]{escape(made.name)}[/bold] in "
-        f"{escape(str(made.path))} ({escape(made.interface)}; bitstream for "
-        f"{escape(made.fabric)} {escape(made.region)}, {made.bitstream_bytes:,} bytes)"
-    )
-    for relpath in made.files:
-        console.print(f"  {escape(relpath)}")
-    console.print("next:")
-    for step in made.to_json()["next"]:
-        console.print(f"  {escape(step)}")
-
-
-def module_bitstream(
-    path: Annotated[Path, typer.Argument(help="The .bit file to write.")],
-    design: Annotated[
-        str, typer.Option("--design", help="Design name (the core's RegisterModel.design).")
-    ],
-    fabric: Annotated[
-        str, typer.Option(help="Board profile (name or path): the part and the region.")
-    ] = "xupv2p",
-    region: Annotated[
-        str | None, typer.Option(help="Target region (default: the board's first).")
-    ] = None,
-    size: Annotated[
-        int | None,
-        typer.Option(help="File size in bytes (default: the region's typical bitstream)."),
-    ] = None,
-    json_out: _JsonOpt = False,
-) -> None:
-    """Write a bitstream for DESIGN into a region of a board (part and Region= in its
-    header), sized for the region."""
-    try:
-        board = _profile(fabric)
-        target = region if region is not None else board.regions[0].name
-        written, nbytes = _write_bitstream(path, design, board, target, size)
-        maximum = board.region(target).max_bitstream_bytes
-    except JuggleError as exc:
-        fail(exc, json_out)
-    document = {
-        "path": str(written),
-        "design": design,
-        "fabric": board.name,
-        "part": normalize_part(board.board.part),
-        "region": target,
-        "bytes": nbytes,
-        "max_bytes": maximum,
-    }
-    if json_out:
-        _emit(document)
-        return
-    from rich.console import Console
-    from rich.markup import escape
-
-    Console().print(
-        f"[green]wrote[/green] {escape(str(written))} ({nbytes:,} bytes): design "
-        f"{escape(design)}, part {document['part']}, region {escape(target)} (at most "
-        f"{maximum:,} bytes)"
-    )

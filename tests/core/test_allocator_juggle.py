@@ -20,7 +20,7 @@ from juggle.core.actions import (
 )
 from juggle.core.allocator import Allocator
 from juggle.core.placement import ServiceView
-from juggle.core.regionfsm import RegionState
+from juggle.core.regionfsm import RegionPhase
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import DeviceState, SignalKind
 from juggle.errors import (
@@ -121,15 +121,15 @@ def test_a_juggle_places_the_device_running_and_a_leave_frees_the_region_for_wai
 ) -> None:
     ticket = alloc.juggle(view("adder", 8), [], 1.0, tenant=SYS, priority=0)
     assert ticket.region == "r1" and not ticket.plan.reclaimed
-    assert alloc.region_state("r1") is RegionState.RECONFIG  # nobody else may take it now
+    assert alloc.region_state("r1") is RegionPhase.RECONFIG  # nobody else may take it now
     out = alloc.juggled(ticket, 2.0, ok=True)
     assert kinds(out) == ["RestoreContext", "Connect", "Signal"]
-    assert alloc.region_state("r1") is RegionState.BUSY
+    assert alloc.region_state("r1") is RegionPhase.BUSY
     with pytest.raises(AllocatorError, match="finished already"):
         alloc.juggled(ticket, 2.0, ok=True)
     solution = alloc.request("lo", "adder", 3.0)  # lo (1) > the juggle's priority 0: preempt
     assert solution.kind.value == "preempt"
-    assert alloc.region_state("r1") is RegionState.PREEMPT
+    assert alloc.region_state("r1") is RegionPhase.PREEMPT
     stop = [a for a in solution.actions if isinstance(a, StopAtConsistencyPoint)]
     assert [(s.tenant, s.device, s.region) for s in stop] == [(SYS, "adder", "r1")]
 
@@ -163,7 +163,7 @@ def test_a_reclaimed_region_goes_back_to_the_leaver_when_the_juggle_is_undone(
     ticket = alloc.juggle(None, [leaving], 3.0, tenant=SYS)
     assert ticket.region is None
     alloc.juggled(ticket, 4.0, ok=True)
-    assert alloc.region_state("r1") is RegionState.IDLE
+    assert alloc.region_state("r1") is RegionPhase.IDLE
     # the adder comes back into r1 by evicting... nothing: r1 is free again
     assert place(alloc, "adder", 8, 5.0) == "r1"
     # swap adder out of r1 and a second tdes-like device in, then undo
@@ -172,7 +172,7 @@ def test_a_reclaimed_region_goes_back_to_the_leaver_when_the_juggle_is_undone(
     ticket = alloc.juggle(mul, [leaving], 6.0, tenant=SYS)
     assert ticket.region == "r1" and ticket.plan.reclaimed
     alloc.juggled(ticket, 7.0, ok=False)
-    assert alloc.region_state("r1") is RegionState.BUSY
+    assert alloc.region_state("r1") is RegionPhase.BUSY
     assert alloc.connected_region(SYS, "adder") == "r1"
     assert alloc.device_state(SYS, "mul") is DeviceState.DISCONNECTED
     assert alloc.statistics().regions[0].design == "adder"
@@ -183,11 +183,11 @@ def test_an_undone_entry_empties_the_region_and_a_faulted_one_stays_in_error(
 ) -> None:
     ticket = alloc.juggle(view("adder", 8), [], 1.0, tenant=SYS)
     alloc.juggled(ticket, 2.0, ok=False)
-    assert alloc.region_state("r1") is RegionState.IDLE
+    assert alloc.region_state("r1") is RegionPhase.IDLE
     assert alloc.device_state(SYS, "adder") is DeviceState.DISCONNECTED
     ticket = alloc.juggle(view("adder", 8), [], 3.0, tenant=SYS)
     alloc.juggled(ticket, 4.0, ok=False, faulted=["r1"])
-    assert alloc.region_state("r1") is RegionState.ERROR
+    assert alloc.region_state("r1") is RegionPhase.ERROR
     with pytest.raises(SanityCheckError, match="quarantined"):
         alloc.juggle(view("adder", 8), [], 5.0, tenant=SYS)
 
@@ -213,7 +213,7 @@ def test_an_unpreemptible_placement_keeps_its_region(alloc: Allocator) -> None:
     place(alloc, "adder", 8, 1.0, priority=0, preemptible=False)
     solution = alloc.request("hi", "adder", 2.0)
     assert solution.kind.value == "unavailable"
-    assert alloc.region_state("r1") is RegionState.BUSY
+    assert alloc.region_state("r1") is RegionPhase.BUSY
 
 
 def test_raising_and_lowering_a_placements_priority(alloc: Allocator) -> None:
@@ -221,14 +221,14 @@ def test_raising_and_lowering_a_placements_priority(alloc: Allocator) -> None:
     assert alloc.request("hi", "adder", 2.0).kind.value == "unavailable"  # equal: wait
     out = alloc.set_priority(SYS, "adder", 0, 3.0)  # its tenant consumer left
     assert any(isinstance(a, StopAtConsistencyPoint) for a in out)
-    assert alloc.region_state("r1") is RegionState.PREEMPT
+    assert alloc.region_state("r1") is RegionPhase.PREEMPT
 
 
 def test_a_fault_quarantines_the_region_until_repaired(alloc: Allocator) -> None:
     place(alloc, "adder", 8, 1.0)
     out = alloc.fault("r1", 2.0)
     assert [type(a) for a in out] == [Disconnect]
-    assert alloc.region_state("r1") is RegionState.ERROR
+    assert alloc.region_state("r1") is RegionPhase.ERROR
     assert alloc.request("lo", "adder", 3.0).kind.value == "unavailable"
     with pytest.raises(IllegalTransitionError):
         alloc.fault("r1", 4.0)

@@ -19,12 +19,12 @@ from itertools import pairwise
 from juggle.core.actions import Action, Solution, SolutionKind, StopAtConsistencyPoint
 from juggle.core.allocator import Allocator
 from juggle.core.loopback import LoopbackShell
-from juggle.core.regionfsm import RegionState
+from juggle.core.regionfsm import RegionPhase
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import DeviceState
 from juggle.fabric.profiles import load_profile
 
-S = RegionState
+S = RegionPhase
 ZED = TaskIndex.from_profile(load_profile("zedboard"))
 DEV = "dev"
 

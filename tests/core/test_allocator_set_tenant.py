@@ -7,7 +7,7 @@ import pytest
 
 from juggle.core.actions import StopAtConsistencyPoint
 from juggle.core.allocator import Allocator
-from juggle.core.regionfsm import RegionState
+from juggle.core.regionfsm import RegionPhase
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import DeviceState, ProgrammingModel
 from juggle.errors import PriorityError, TimeOrderError, UnknownTenantError
@@ -29,10 +29,10 @@ def alloc() -> Allocator:
 def busy(alloc: Allocator, tenant: str, now: float) -> None:
     """``tenant`` gets r1 (idle) and runs on it."""
     assert alloc.request(tenant, "dev", now).kind.value != "unavailable"
-    if alloc.region_state("r1") is RegionState.RECONFIG:
+    if alloc.region_state("r1") is RegionPhase.RECONFIG:
         alloc.reconfigured("r1", now)
     alloc.start(tenant, "dev", now)
-    assert alloc.region_state("r1") is RegionState.BUSY
+    assert alloc.region_state("r1") is RegionPhase.BUSY
 
 
 def stops(actions: list[object]) -> bool:
@@ -43,7 +43,7 @@ def test_a_waiter_raised_above_the_runner_preempts_it(alloc: Allocator) -> None:
     busy(alloc, "a", 1.0)
     assert alloc.request("b", "dev", 2.0).kind.value == "unavailable"  # 0 < 1: waits
     out = alloc.set_tenant("b", 3.0, priority=2)
-    assert stops(out) and alloc.region_state("r1") is RegionState.PREEMPT
+    assert stops(out) and alloc.region_state("r1") is RegionPhase.PREEMPT
     assert alloc.tenant("b").priority == 2
 
 
@@ -59,7 +59,7 @@ def test_a_runner_made_real_time_is_never_preempted(alloc: Allocator) -> None:
     assert not stops(alloc.set_tenant("b", 2.0, realtime=True))
     assert alloc.request("a", "dev", 3.0).kind.value == "unavailable"
     assert not stops(alloc.set_tenant("a", 4.0, priority=2))  # still below real-time
-    assert alloc.region_state("r1") is RegionState.BUSY
+    assert alloc.region_state("r1") is RegionPhase.BUSY
     assert alloc.tenant("b").priority == 3 and alloc.tenant("b").realtime
 
 

@@ -12,6 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from juggle.commands.simulate.router import register
 from juggle.core.controllers import (
     ControllerRegistry,
     JuggleAction,
@@ -22,7 +23,6 @@ from juggle.core.controllers import (
     load_controller,
 )
 from juggle.errors import ControllerError, PluginError
-from juggle.simulate.cli_router import register
 
 
 class Keep:

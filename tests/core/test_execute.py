@@ -28,7 +28,7 @@ from juggle.core.tenants import DeviceInterface, ProgrammingModel, SignalKind
 from juggle.errors import AllocatorError, UnknownActionError
 from juggle.fabric.profiles import load_profile
 from juggle.hwthreads import AllocatorSlots
-from juggle.simulate.ofdm_shell import OfdmFabric
+from juggle.simulate.ofdm.shell import OfdmFabric
 
 ZED = TaskIndex.from_profile(load_profile("zedboard"))
 

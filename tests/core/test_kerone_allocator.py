@@ -17,7 +17,7 @@ from juggle.core.actions import (
 )
 from juggle.core.allocator import Allocator
 from juggle.core.loopback import LoopbackShell
-from juggle.core.regionfsm import RegionState
+from juggle.core.regionfsm import RegionPhase
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import DeviceState, ProgrammingModel, Register, SignalKind
 from juggle.errors import (
@@ -34,7 +34,7 @@ from juggle.errors import (
 )
 from juggle.fabric.profiles import load_profile
 
-S = RegionState
+S = RegionPhase
 ZED = TaskIndex.from_profile(load_profile("zedboard"))
 
 

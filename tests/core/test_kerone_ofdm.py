@@ -9,11 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from juggle.commands.simulate.ofdm import register
 from juggle.errors import ConfigurationError, ServiceArgumentError
-from juggle.simulate.kerone import PATH_US, wcet
-from juggle.simulate.ofdm import OfdmConfig, OfdmResult, run_ofdm
-from juggle.simulate.ofdm_cli import register
-from juggle.simulate.ofdm_dsp import (
+from juggle.simulate.ofdm.costs import PATH_US, wcet
+from juggle.simulate.ofdm.dsp import (
     FRAME_BITS,
     fft_blocks,
     measure_software,
@@ -22,6 +21,7 @@ from juggle.simulate.ofdm_dsp import (
     random_frame,
     to_iq16,
 )
+from juggle.simulate.ofdm.experiment import OfdmConfig, OfdmResult, run_ofdm
 
 SHORT = 1.5  # virtual seconds: enough for every path, well under a second of wall time
 

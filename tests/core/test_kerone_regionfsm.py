@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from juggle.core.regionfsm import TRANSITIONS, RegionMachine, RegionState, is_legal
+from juggle.core.regionfsm import TRANSITIONS, RegionMachine, RegionPhase, is_legal
 from juggle.errors import AllocatorError, IllegalTransitionError
 
-S = RegionState
+S = RegionPhase
 
 EXPECTED = {
     (S.IDLE, S.HOLD),
@@ -47,7 +47,7 @@ def test_the_table_is_exactly_fig7_plus_error() -> None:
 
 
 @pytest.mark.parametrize(("src", "dst"), list(itertools.product(S, S)))
-def test_every_pair(src: RegionState, dst: RegionState) -> None:
+def test_every_pair(src: RegionPhase, dst: RegionPhase) -> None:
     machine = RegionMachine("prr", src)
     if (src, dst) in EXPECTED:
         assert is_legal(src, dst)

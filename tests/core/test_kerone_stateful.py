@@ -20,7 +20,7 @@ from juggle.core.actions import Solution, SolutionKind
 from juggle.core.allocator import Allocator
 from juggle.core.allocstats import AllocatorStats
 from juggle.core.loopback import LoopbackShell
-from juggle.core.regionfsm import RegionState
+from juggle.core.regionfsm import RegionPhase
 from juggle.core.taskindex import TaskIndex
 from juggle.core.tenants import DeviceState
 from juggle.errors import AllocatorError, DeviceStateError
@@ -69,7 +69,7 @@ class AllocatorMachine(RuleBasedStateMachine):
             if self.state(k) is DeviceState.CONNECTED
             and k not in self.running
             and self.alloc.region_state(self.alloc.connected_region(*k) or "")
-            in (RegionState.HOLD, RegionState.IDLE)
+            in (RegionPhase.HOLD, RegionPhase.IDLE)
         ]
 
     def step(
@@ -230,7 +230,7 @@ class AllocatorMachine(RuleBasedStateMachine):
     @rule()
     def repair(self) -> None:
         for region in (r.name for r in ZED.regions):
-            if self.alloc.region_state(region) is RegionState.ERROR:
+            if self.alloc.region_state(region) is RegionPhase.ERROR:
                 self.step(self.alloc.repair, region, self.now)
                 return
 
@@ -302,7 +302,7 @@ class AllocatorMachine(RuleBasedStateMachine):
         for key in self.running:
             region = self.alloc.connected_region(*key)
             assert region is not None
-            assert self.alloc.region_state(region) in (RegionState.BUSY, RegionState.PREEMPT)
+            assert self.alloc.region_state(region) in (RegionPhase.BUSY, RegionPhase.PREEMPT)
 
     @invariant()
     def no_request_is_lost(self) -> None:

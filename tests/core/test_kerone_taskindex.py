@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
-from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
+from juggle.core.taskindex import (
+    DeviceSpec,
+    ProfileDevice,
+    ProfileRegion,
+    RegionSpec,
+    TaskDescriptor,
+    TaskIndex,
+)
 from juggle.errors import NoCompatibleRegionError, TaskIndexError, UnknownDeviceError
 from juggle.fabric.profiles import load_profile
 
@@ -23,12 +32,67 @@ def test_zedboard_seats_follow_table5(zed: TaskIndex) -> None:
         "fft1024": ["prr3"],
     }
     # T_RCFG from the profile's sizes (its bitstream rule: share x 4,045,564 B) at 400 MB/s;
-    # Table 5 gives 231, 810 and 1,206 us (juggle.simulate.kerone.derive_t_rcfg shows both)
+    # Table 5 gives 231, 810 and 1,206 us (juggle.simulate.ofdm.costs.derive_t_rcfg shows both)
     rcfg = {t.region: t.t_rcfg_us for d in zed.devices for t in zed.compatible(d.name)}
     assert rcfg == {"prr1": 202.28, "prr2": 809.12, "prr3": 1314.81}
     desc = zed.descriptor("fft512", "prr3")
     assert desc.bitstream == "fft512@prr3.bit" and desc.size_bytes == 525_923
     assert zed.devices_for("prr2") == ("qam16", "qam64", "fft512")
+
+
+@dataclass(frozen=True)
+class _Region:
+    name: str
+    slices: int
+    max_bitstream_bytes: int
+    bitstream_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class _Device:
+    name: str
+    regions: tuple[str, ...]
+    frame_us: float
+    preempt_us: float
+    context_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class _Port:
+    ps_per_byte: int
+
+    def transfer_ps(self, nbytes: int) -> int:
+        return nbytes * self.ps_per_byte
+
+
+@dataclass(frozen=True)
+class _Board:
+    """Only what the core reads of a board profile (no juggle.fabric here)."""
+
+    name: str
+    regions: tuple[ProfileRegion, ...]
+    devices: tuple[ProfileDevice, ...]
+    config_port: _Port
+
+    def region(self, name: str) -> ProfileRegion:
+        return next(r for r in self.regions if r.name == name)
+
+
+def test_an_index_from_anything_shaped_like_a_profile() -> None:
+    board = _Board(
+        "bench",
+        (_Region("small", 100, 4000, 1000), _Region("big", 400, 9000)),
+        (_Device("fir", ("small", "big"), 5.0, 1.0, 64),),
+        _Port(ps_per_byte=1_000_000),  # 1 us per byte
+    )
+    index = TaskIndex.from_profile(board)
+    assert [(t.region, t.size_bytes, t.t_rcfg_us) for t in index.compatible("fir")] == [
+        ("small", 1000, 1000.0),  # the typical size
+        ("big", 9000, 9000.0),  # none given: the maximum
+    ]
+    assert index.devices == (DeviceSpec("fir", 5.0, 1.0, 64),)
+    with pytest.raises(TaskIndexError, match="'empty' has no"):
+        TaskIndex.from_profile(_Board("empty", board.regions, (), board.config_port))
 
 
 def test_frame_times_and_delta_pre(zed: TaskIndex) -> None:

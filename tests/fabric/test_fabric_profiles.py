@@ -40,7 +40,7 @@ def test_zedboard_carries_the_ker_one_device_index() -> None:
     assert devices["qam16"].preempt_us == pytest.approx(47.0)
     # sizes by the profile's stated rule, round(share / 100 x full bitstream), not back-solved
     # from Table 5; T_RCFG = size / PCAP (400 MB/s): 202 / 809 / 1,315 us (paper 231 / 810 /
-    # 1,206 us, shown beside by juggle.simulate.kerone.derive_t_rcfg)
+    # 1,206 us, shown beside by juggle.simulate.ofdm.costs.derive_t_rcfg)
     rule = p.scenario["bitstream_rule"]
     assert rule["full_bitstream_bytes"] == 4_045_564
     for name, us in (("prr1", 202.28), ("prr2", 809.12), ("prr3", 1314.81)):

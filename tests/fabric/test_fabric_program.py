@@ -3,9 +3,10 @@ every injected fault is rolled back, and the modeled times match the paper (Tabl
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 from fabric_support import ADD_BYTES, TDES_BYTES, RegFile
@@ -32,6 +33,8 @@ from juggle.fabric import (
     ManagerState,
     ModelCatalog,
     ModelClock,
+    RegionState,
+    RegionStatus,
     Resources,
     load_profile,
     open_fabric,
@@ -92,6 +95,18 @@ def test_program_loads_model_behind_window(fabric: Fabric, bits: BitsFactory) ->
     stats = fabric.statistics()
     assert (stats.programs, stats.bytes_programmed, stats.manager.loads) == (1, TDES_BYTES, 1)
     assert stats.manager.state == "OPERATING"
+
+
+def test_region_states_are_an_enum_shown_as_their_names(fabric: Fabric, bits: BitsFactory) -> None:
+    """A status carries a :class:`RegionState`; JSON, reprs and the CLI show its name."""
+    assert [s.value for s in RegionState] == ["EMPTY", "PROGRAMMING", "PROGRAMMED", "ERROR"]
+    (empty,) = fabric.regions()
+    assert isinstance(empty, RegionStatus) and empty.state is RegionState.EMPTY
+    fabric.program("prr0", *bits("tdes"))
+    (snap,) = fabric.regions()
+    assert snap.state is RegionState.PROGRAMMED and snap.state == "PROGRAMMED"
+    assert json.loads(json.dumps(asdict(snap), default=str))["state"] == "PROGRAMMED"
+    assert f"{snap.state}" == "PROGRAMMED" and "PROGRAMMED" in repr(fabric.region("prr0"))
 
 
 def test_reprogramming_gives_a_fresh_model_and_closes_the_old_window(

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import juggle
-from juggle.cli import app
+from juggle.commands.cli import app
 
 MODULES = Path(__file__).resolve().parents[2] / "examples" / "modules"
 

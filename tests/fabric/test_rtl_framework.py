@@ -143,7 +143,7 @@ def test_simulate_tdes_and_the_demo_run_on_rtl() -> None:
 
     from typer.testing import CliRunner
 
-    from juggle.cli import _register_scenarios, app
+    from juggle.commands.cli import _register_scenarios, app
 
     built()
     _register_scenarios()

@@ -9,7 +9,7 @@ import pytest
 from hwt_support import TIMEOUT, Worker, wait_until
 
 from juggle.core.allocator import Allocator
-from juggle.core.regionfsm import RegionState
+from juggle.core.regionfsm import RegionPhase
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.errors import HwThreadArgumentError, NoFreeSlotError
 from juggle.hwthreads import (
@@ -20,13 +20,13 @@ from juggle.hwthreads import (
     Semaphore,
     SemPost,
     SemWait,
-    Slot,
     SlotProvider,
     ThreadDescription,
     ThreadExit,
     ThreadRuntime,
+    ThreadSlot,
     ThreadState,
-    Tier,
+    ThreadTier,
     YieldPoint,
 )
 
@@ -59,9 +59,9 @@ def make_allocator() -> Allocator:
 
 
 def test_fixed_slots_first_fit_and_checks() -> None:
-    slots = FixedSlots([Slot("a", frozenset({"x"})), Slot("b", frozenset({"x", "y"}))])
+    slots = FixedSlots([ThreadSlot("a", frozenset({"x"})), ThreadSlot("b", frozenset({"x", "y"}))])
     assert isinstance(slots, SlotProvider)
-    assert slots.acquire(0, "y") == Slot("b", frozenset({"x", "y"}))
+    assert slots.acquire(0, "y") == ThreadSlot("b", frozenset({"x", "y"}))
     assert slots.acquire(0, "y") is None
     first = slots.acquire(None, "x")
     assert first is not None and first.name == "a"
@@ -69,7 +69,7 @@ def test_fixed_slots_first_fit_and_checks() -> None:
     with pytest.raises(HwThreadArgumentError):
         slots.release(first)
     with pytest.raises(HwThreadArgumentError):
-        FixedSlots([Slot("a", frozenset()), Slot("a", frozenset())])
+        FixedSlots([ThreadSlot("a", frozenset()), ThreadSlot("a", frozenset())])
     assert slots.statistics().refusals == 1
 
 
@@ -82,7 +82,7 @@ def test_thread_runs_in_the_region_the_allocator_assigns() -> None:
     up.wait(timeout=TIMEOUT)
     assert thread.state is ThreadState.RUNNING_HW
     assert thread.slot is not None and thread.slot.name == "prr0"
-    assert allocator.region_state("prr0") is RegionState.BUSY
+    assert allocator.region_state("prr0") is RegionPhase.BUSY
     # one region per design and tenant: a second instance runs in software
     go2, up2 = Semaphore(), Semaphore()
     second = runtime.create_auto(WORKER, [go2, up2])
@@ -92,7 +92,7 @@ def test_thread_runs_in_the_region_the_allocator_assigns() -> None:
     go.post()
     go2.post()
     assert thread.join(TIMEOUT) == second.join(TIMEOUT) == "finished"
-    assert allocator.region_state("prr0") is RegionState.IDLE
+    assert allocator.region_state("prr0") is RegionPhase.IDLE
     stats = shell.statistics()
     assert stats.assigned == 1
     assert stats.reconfigurations == 1
@@ -118,7 +118,7 @@ def test_a_higher_priority_tenant_preempts_at_the_yield_point() -> None:
 
     first_try = high.create_auto(WORKER, [Semaphore(1), Semaphore()])
     assert first_try.state is not ThreadState.RUNNING_HW  # preemption only started
-    assert allocator.region_state("prr0") is RegionState.PREEMPT
+    assert allocator.region_state("prr0") is RegionPhase.PREEMPT
     assert first_try.join(TIMEOUT) == "finished"
 
     assert [region for region, _ in orders] == ["prr0"]
@@ -130,7 +130,7 @@ def test_a_higher_priority_tenant_preempts_at_the_yield_point() -> None:
     winner = high.create_hw(WORKER, [Semaphore(1), Semaphore()])
     assert winner.slot is not None and winner.slot.name == "prr0"
     assert winner.join(TIMEOUT) == "finished"
-    assert victim.resume() is Tier.HARDWARE  # the region is free again
+    assert victim.resume() is ThreadTier.HARDWARE  # the region is free again
     assert victim.join(TIMEOUT) == "resumed after the consistency point"
     stats = shell.statistics()
     assert (stats.preemptions_started, stats.handovers) == (1, 1)

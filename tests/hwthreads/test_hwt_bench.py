@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from juggle.bench import oscall
-from juggle.hwthreads.ecos_model import PAPER_ECOS_PPC, cell_labels
+from juggle.simulate.reconos.ecos import PAPER_ECOS_PPC, cell_labels
 
 
 def test_oscall_keys_labels_and_values() -> None:

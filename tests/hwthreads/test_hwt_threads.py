@@ -43,12 +43,12 @@ from juggle.hwthreads import (
     SemPost,
     SemWait,
     SharedMemory,
-    Slot,
     ThreadDescription,
     ThreadExit,
     ThreadRuntime,
+    ThreadSlot,
     ThreadState,
-    Tier,
+    ThreadTier,
     YieldPoint,
 )
 
@@ -96,8 +96,8 @@ def expected(values: list[int]) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("tier", [Tier.HARDWARE, Tier.SOFTWARE])
-def test_same_description_runs_in_either_tier(tier: Tier) -> None:
+@pytest.mark.parametrize("tier", [ThreadTier.HARDWARE, ThreadTier.SOFTWARE])
+def test_same_description_runs_in_either_tier(tier: ThreadTier) -> None:
     runtime = make_runtime()
     inbox, outbox = Mailbox[int](2), Mailbox[int](2)
     thread = runtime.create(ACCUMULATE, [inbox, outbox], 5)
@@ -109,7 +109,7 @@ def test_same_description_runs_in_either_tier(tier: Tier) -> None:
     stats = thread.statistics()
     assert stats.state is ThreadState.STOPPED
     assert stats.kernel_calls == 1 + 2 * 5 + 1
-    if tier is Tier.HARDWARE:
+    if tier is ThreadTier.HARDWARE:
         assert stats.modeled_cycles > 5 * 10
     else:
         assert stats.modeled_cycles == 0
@@ -132,7 +132,9 @@ def test_two_instances_work_on_their_own_objects() -> None:
         assert inbox.statistics().puts == inbox.statistics().gets
 
 
-def run_with_suspension(where: Tier, occupy_first_slot: bool) -> tuple[list[int], Any, list[str]]:
+def run_with_suspension(
+    where: ThreadTier, occupy_first_slot: bool
+) -> tuple[list[int], Any, list[str]]:
     """Feed 6 values; suspend after the 3rd is taken; resume ``where``."""
     slots = FixedSlots.uniform(2, ["accumulate"])
     runtime = ThreadRuntime(slots)
@@ -162,10 +164,10 @@ def run_with_suspension(where: Tier, occupy_first_slot: bool) -> tuple[list[int]
 
 @pytest.mark.parametrize(
     ("where", "occupy", "place"),
-    [(Tier.HARDWARE, True, "slot1"), (Tier.SOFTWARE, False, "software")],
+    [(ThreadTier.HARDWARE, True, "slot1"), (ThreadTier.SOFTWARE, False, "software")],
 )
 def test_suspend_resume_continues_from_the_saved_point(
-    where: Tier, occupy: bool, place: str
+    where: ThreadTier, occupy: bool, place: str
 ) -> None:
     values = [5, 7, 11, 13, 17, 19]
     echoes, result, places = run_with_suspension(where, occupy)
@@ -204,7 +206,7 @@ def test_illegal_transitions_are_refused() -> None:
         thread.suspend(0.1)
     with pytest.raises(ThreadStateError):
         thread.resume()
-    thread.start(Tier.SOFTWARE)
+    thread.start(ThreadTier.SOFTWARE)
     thread.join(TIMEOUT)
     with pytest.raises(ThreadStateError):
         thread.start()
@@ -247,8 +249,8 @@ def test_failure_is_reported_and_the_slot_given_back() -> None:
     assert runtime.slots.statistics().busy == ()  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("tier", [Tier.HARDWARE, Tier.SOFTWARE])
-def test_bad_handles_are_thrown_into_the_body(tier: Tier) -> None:
+@pytest.mark.parametrize("tier", [ThreadTier.HARDWARE, ThreadTier.SOFTWARE])
+def test_bad_handles_are_thrown_into_the_body(tier: ThreadTier) -> None:
     def probe(context: Any) -> Body:
         try:
             yield SemPost(5)
@@ -265,8 +267,8 @@ def test_bad_handles_are_thrown_into_the_body(tier: Tier) -> None:
     assert "Mailbox" in thread.join(TIMEOUT)
 
 
-@pytest.mark.parametrize("tier", [Tier.HARDWARE, Tier.SOFTWARE])
-def test_try_calls_from_a_thread_never_block(tier: Tier) -> None:
+@pytest.mark.parametrize("tier", [ThreadTier.HARDWARE, ThreadTier.SOFTWARE])
+def test_try_calls_from_a_thread_never_block(tier: ThreadTier) -> None:
     def tries(context: Any) -> Body:
         got = yield MutexTrylock(0)
         message = yield MboxTryget(1)
@@ -322,7 +324,7 @@ def test_a_mutex_held_across_a_move_to_software_stays_owned() -> None:
     go.post()
     assert suspender.result() is ThreadState.SUSPENDED
     assert mutex.locked
-    thread.resume(Tier.SOFTWARE)
+    thread.resume(ThreadTier.SOFTWARE)
     assert thread.join(TIMEOUT) == "locked in hardware"
     assert not mutex.locked
 
@@ -337,7 +339,7 @@ def test_memory_calls_cost_modeled_bus_cycles_in_hardware() -> None:
     timing = HwTiming()
     memory = SharedMemory(1024)
     memory.write_burst(0, np.arange(64, dtype=np.uint32) + 100)
-    runtime = ThreadRuntime(FixedSlots([Slot("s", frozenset({"copier"}))]), timing)
+    runtime = ThreadRuntime(FixedSlots([ThreadSlot("s", frozenset({"copier"}))]), timing)
     thread = runtime.create_hw(ThreadDescription("copier", copier), [memory])
     thread.join(TIMEOUT)
     assert memory.read_burst(256, 64).tolist() == list(range(101, 165))
@@ -378,7 +380,7 @@ def test_suspend_waits_for_a_yield_point_and_may_see_the_thread_end() -> None:
         thread.resume()  # refused at once, not after the thread ends
     inbox.put(1, timeout=TIMEOUT)
     assert thread.suspend(TIMEOUT) is ThreadState.SUSPENDED
-    thread.resume(Tier.HARDWARE)
+    thread.resume(ThreadTier.HARDWARE)
     assert outbox.get(timeout=TIMEOUT) == 1
 
     def no_yield(context: Any) -> Body:

@@ -13,16 +13,10 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
+from juggle.commands.profile import register, render_profile
 from juggle.errors import ConfigurationError, ServiceUnavailableError
 from juggle.fabric.fabric import open_fabric
-from juggle.profile import (
-    Call,
-    Workload,
-    profile_service,
-    register,
-    render_profile,
-    workload_for,
-)
+from juggle.profile import Call, ProfileWorkload, profile_service, workload_for
 from juggle.services.crypto.model import TdesCore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,7 +200,8 @@ def test_workloads_are_seeded_and_sized_per_cipher() -> None:
 
 
 def test_a_workload_of_ones_own_replaces_the_built_in_one() -> None:
-    mine = Workload((), (Call("mul", (6, 7)), Call("mul", (-3, 3))), Call("mul", (2, 2)), "mine")
+    checks = (Call("mul", (6, 7)), Call("mul", (-3, 3)))
+    mine = ProfileWorkload((), checks, Call("mul", (2, 2)), "mine")
     doc = profile_service(
         MODULES / "math", filter="(objectClass=math.MulService)", workload=mine, **FAST
     )

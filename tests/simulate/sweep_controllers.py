@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from test_sim_controllers_quality import adaptive_shortfall, oracle_shortfall
 
-from juggle.simulate.edge_router import run_edge_router
+from juggle.simulate.router.experiments import run_edge_router
 
 
 @pytest.mark.slow

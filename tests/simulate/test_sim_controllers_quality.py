@@ -22,8 +22,8 @@ import pytest
 from juggle.core.controllers import AdaptiveController, OracleController
 from juggle.core.controllers.adaptive import ReconfigurationPlanner
 from juggle.core.controllers.base import RegionStats, ServiceStats, StatsSnapshot
-from juggle.core.controllers.registry import default_registry
-from juggle.simulate.edge_router import (
+from juggle.core.controllers.plugins import default_registry
+from juggle.simulate.router.experiments import (
     FIGURES,
     FigurePoint,
     Recorder,
@@ -33,7 +33,7 @@ from juggle.simulate.edge_router import (
     run_oracle,
     run_router,
 )
-from juggle.simulate.router import load_router_model
+from juggle.simulate.router.model import load_router_model
 
 MARGIN = 0.02
 

@@ -10,9 +10,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from juggle.commands.simulate.router import register
 from juggle.errors import ConfigurationError, ControllerError
-from juggle.simulate.cli_router import register
-from juggle.simulate.edge_router import PAPER_TABLE4_US, run_edge_router
+from juggle.simulate.router.experiments import PAPER_TABLE4_US, run_edge_router
 
 
 @pytest.fixture(scope="module")

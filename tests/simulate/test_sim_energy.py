@@ -12,14 +12,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from juggle.commands.simulate.tdes import register
 from juggle.energy import energy_of
 from juggle.errors import ConfigurationError, ProfileError
 from juggle.fabric.profiles import load_profile
 from juggle.runtime.framework import ServiceStatistics
 from juggle.runtime.tracing import CallStats
-from juggle.simulate import tdes
-from juggle.simulate.cli_router import register
-from juggle.simulate.tdes import (
+from juggle.simulate.tdes import model as tdes
+from juggle.simulate.tdes.model import (
     CALIBRATED_BUS,
     FIG8_TIERS,
     HARDWARE_OVER_JAVA,
@@ -33,7 +33,7 @@ from juggle.simulate.tdes import (
 )
 
 LABELS = {"measured", "modeled", "input", "calibrated"}
-XUPV2P = Path(tdes.__file__).parents[1] / "fabric" / "profiles" / "xupv2p.toml"
+XUPV2P = Path(tdes.__file__).parents[2] / "fabric" / "profiles" / "xupv2p.toml"
 
 
 def app() -> typer.Typer:

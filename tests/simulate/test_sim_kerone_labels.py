@@ -11,16 +11,16 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from juggle.commands.simulate.ofdm import register
 from juggle.errors import ConfigurationError
 from juggle.fabric.profiles import _builtin_dir, load_profile
-from juggle.simulate.kerone import (
+from juggle.simulate.ofdm.costs import (
     TABLE5_T_RCFG_US,
     BitstreamRule,
     apply_bitstream_rule,
     derive_t_rcfg,
 )
-from juggle.simulate.ofdm import OfdmConfig, run_ofdm
-from juggle.simulate.ofdm_cli import register
+from juggle.simulate.ofdm.experiment import OfdmConfig, run_ofdm
 
 LABELS = {"measured", "modeled", "input", "calibrated"}
 ZED_TEXT = (_builtin_dir() / "zedboard.toml").read_text()

@@ -19,19 +19,20 @@ import typer
 from matplotlib.patches import Rectangle
 from typer.testing import CliRunner
 
+from juggle.commands.simulate.ofdm import register as register_ofdm
+from juggle.commands.simulate.router import register as register_router
+from juggle.commands.simulate.sort import register as register_sort
+from juggle.commands.simulate.tdes import register as register_tdes
 from juggle.errors import ConfigurationError
-from juggle.hwthreads.cli_sort import register as register_sort
-from juggle.hwthreads.sort import run_sort
-from juggle.simulate.cli_router import register as register_router
-from juggle.simulate.edge_router import run_edge_router
-from juggle.simulate.edge_router_plot import figure_tdes
-from juggle.simulate.ofdm import OfdmResult, run_ofdm
-from juggle.simulate.ofdm_cli import register as register_ofdm
-from juggle.simulate.ofdm_plot import figure_ofdm
-from juggle.simulate.ofdm_shell import Interval, Timeline
+from juggle.simulate.ofdm.experiment import OfdmResult, run_ofdm
+from juggle.simulate.ofdm.plot import figure_ofdm
+from juggle.simulate.ofdm.shell import Interval, Timeline
 from juggle.simulate.plot_files import check_png, save_png
-from juggle.simulate.sort_plot import figure_sort
-from juggle.simulate.tdes import run_tdes
+from juggle.simulate.reconos.plot import figure_sort
+from juggle.simulate.reconos.sort import run_sort
+from juggle.simulate.router.experiments import run_edge_router
+from juggle.simulate.tdes.model import run_tdes
+from juggle.simulate.tdes.plot import figure_tdes
 
 PNG = b"\x89PNG\r\n\x1a\n"
 TTY = {"TTY_COMPATIBLE": "1"}  # rich draws its bar as on a terminal
@@ -39,7 +40,7 @@ TTY = {"TTY_COMPATIBLE": "1"}  # rich draws its bar as on a terminal
 
 def _app() -> typer.Typer:
     sim = typer.Typer()
-    for register in (register_router, register_ofdm, register_sort):
+    for register in (register_router, register_tdes, register_ofdm, register_sort):
         register(sim)
     sim.callback()(lambda: None)
     return sim
@@ -287,10 +288,13 @@ def test_bad_plot_paths_are_refused_naming_the_path(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "computation"),
     [
-        (("ofdm", "--duration", "0.05"), "juggle.simulate.ofdm_cli.run_ofdm"),
-        (("sort", "--size", "4096", "--chunks", "2"), "juggle.hwthreads.cli_sort.run_sort"),
-        (("edge-router", "--experiment", "fig4"), "juggle.simulate.edge_router.load_router_model"),
-        (("tdes",), "juggle.simulate.cli_router.run_tdes"),
+        (("ofdm", "--duration", "0.05"), "juggle.commands.simulate.ofdm.run_ofdm"),
+        (("sort", "--size", "4096", "--chunks", "2"), "juggle.commands.simulate.sort.run_sort"),
+        (
+            ("edge-router", "--experiment", "fig4"),
+            "juggle.simulate.router.experiments.load_router_model",
+        ),
+        (("tdes",), "juggle.commands.simulate.tdes.run_tdes"),
     ],
 )
 def test_every_command_refuses_a_bad_plot_path_before_running(

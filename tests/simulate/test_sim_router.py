@@ -18,9 +18,9 @@ from juggle.errors import (
     RegionBusyError,
     SanityCheckError,
 )
-from juggle.simulate import router
-from juggle.simulate.router import KINDS, RouterSim, load_router_model
-from juggle.simulate.units import CoprocessorPool, Fifo, service_us
+from juggle.simulate.router import model as router
+from juggle.simulate.router.model import KINDS, RouterSim, load_router_model
+from juggle.simulate.router.units import CoprocessorPool, Fifo, service_us
 
 MODEL = load_router_model()
 

@@ -10,14 +10,15 @@ import typer
 from typer.testing import CliRunner
 
 from juggle.bench import sim
+from juggle.commands.simulate import router, tdes
 from juggle.errors import ConfigurationError
-from juggle.simulate.cli_router import register
-from juggle.simulate.tdes import SIZES, TierCosts, run_tdes
+from juggle.simulate.tdes.model import SIZES, TierCosts, run_tdes
 
 
 def app() -> typer.Typer:
     simulate = typer.Typer()
-    register(simulate)
+    router.register(simulate)
+    tdes.register(simulate)
     simulate.callback()(lambda: None)
     return simulate
 
@@ -86,7 +87,7 @@ def test_simulator_speed_packet_level_events_and_fluid_under_its_own_name() -> N
 def test_packet_level_run_serves_every_packet_in_order_of_its_costs() -> None:
     import numpy as np
 
-    from juggle.simulate.router import load_router_model
+    from juggle.simulate.router.model import load_router_model
 
     model = load_router_model()
     flows = np.array([0, 1, 2, 1], dtype=np.int8)
@@ -106,7 +107,7 @@ def test_packet_level_run_serves_every_packet_in_order_of_its_costs() -> None:
 def test_simulate_tdes_plot_writes_fig7_and_says_so(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from juggle.cli import _register_scenarios, app
+    from juggle.commands.cli import _register_scenarios, app
 
     _register_scenarios()
     target = tmp_path / "fig7.png"

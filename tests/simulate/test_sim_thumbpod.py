@@ -9,13 +9,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from juggle.commands.simulate.thumbpod import register
 from juggle.errors import ConfigurationError
 from juggle.simulate.thumbpod import (
     MIXES,
     PAPER,
     LeonProfile,
     c_core_breakdown,
-    register,
     run_thumbpod,
 )
 

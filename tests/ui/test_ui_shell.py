@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import juggle
+from juggle.commands.shell import JuggleShell, run_shell
 from juggle.core.controllers.base import JuggleAction, StatsSnapshot
 from juggle.errors import ProfileError
-from juggle.shell import JuggleShell, run_shell
 
 
 def run(script: str, fabric: str = "xupv2p") -> tuple[int, str]:

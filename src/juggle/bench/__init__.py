@@ -21,10 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from juggle.errors import ConfigurationError
+from juggle.progress import Progress
 
 Group = Callable[[bool], dict[str, float]]
 
@@ -71,7 +69,7 @@ def _groups() -> dict[str, Group]:
 def run_bench(
     quick: bool = False,
     only: list[str] | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run the suite; top-level keys are the figures, ``oscall`` is nested (see issue 5).
     ``progress(group, done, total)`` is told before each group runs and once at the end.
@@ -101,7 +99,7 @@ def run_bench(
         timings[name] = round(time.perf_counter() - t0, 3)
         if name == "oscall":
             from juggle.bench.oscall import LABELS
-            from juggle.hwthreads.ecos_model import modeled_ecos_ppc
+            from juggle.simulate.reconos.ecos import modeled_ecos_ppc
 
             result["modeled_ecos_ppc"] = modeled_ecos_ppc()
 
@@ -147,28 +145,3 @@ def _labels(result: dict[str, Any]) -> dict[str, Any]:
         else:
             labels[key] = "modeled" if "modeled" in key else "measured"
     return labels
-
-
-def _number(value: float) -> str:
-    """A figure for the table: counts (ints) without decimals, measures with three."""
-    return f"{value:,}" if isinstance(value, int) else f"{value:,.3f}"
-
-
-def render_bench(result: dict[str, Any], console: Console) -> None:
-    """The suite's result as a rich table (counts as integers)."""
-    table = Table(title=f"juggle bench ({result['machine']})")
-    for col in ("figure", "value", "target", "met"):
-        table.add_column(col)
-    for key, value in result.items():
-        if isinstance(value, float | int) and not isinstance(value, bool):
-            target = TARGETS.get(key)
-            met = result["targets_met"].get(key)
-            table.add_row(
-                key,
-                _number(value),
-                f"{target[0]} {target[1]:g}" if target else "",
-                "" if met is None else ("[green]yes[/green]" if met else "[red]no[/red]"),
-            )
-    for key, value in result.get("oscall", {}).items():
-        table.add_row(f"oscall.{key}", _number(value), "", "")
-    console.print(table)

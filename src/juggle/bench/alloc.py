@@ -21,16 +21,16 @@ import time
 
 from juggle.core.allocator import Allocator
 from juggle.core.loopback import LoopbackShell
-from juggle.core.regionfsm import RegionState
+from juggle.core.regionfsm import RegionPhase
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import DeviceState
 from juggle.fabric.profiles import load_profile
 
 __all__ = ["run"]
 
-_HOLD = RegionState.HOLD
-_IDLE = RegionState.IDLE
-_BUSY = RegionState.BUSY
+_HOLD = RegionPhase.HOLD
+_IDLE = RegionPhase.IDLE
+_BUSY = RegionPhase.BUSY
 
 
 def run(quick: bool = False) -> dict[str, float]:

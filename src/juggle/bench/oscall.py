@@ -14,10 +14,11 @@ What is measured and what is modeled:
   which cannot be measured here. For a turnaround they count the releaser's request if it is
   hardware plus the waiter's result transfer if it is hardware.
 * ``ecos_ppc_*`` figures are the paper's platform, not this machine: the eCos/PowerPC 405
-  delegate-path model of :mod:`juggle.hwthreads.ecos_model`, per cell of Table 2 the model's
+  delegate-path model of :mod:`juggle.simulate.reconos.ecos`, per cell of Table 2 the model's
   bus cycles (``calibrated`` where the cell was a fitting target, else ``modeled``), the
   paper's (``input``) and the deviation. ``juggle simulate oscall`` prints the same table
-  (:func:`register`), nested as ``modeled_ecos_ppc``, with every step of every path.
+  (:mod:`juggle.commands.simulate.oscall`), nested as ``modeled_ecos_ppc``, with every step of
+  every path.
 
 :data:`LABELS` maps every key :func:`run` returns to ``measured``, ``modeled``, ``calibrated``
 or ``input``.
@@ -25,17 +26,11 @@ or ``input``.
 
 from __future__ import annotations
 
-import json
 import statistics
-import sys
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Annotated, Any
-
-import typer
-from rich.console import Console
-from rich.table import Table
+from typing import Any
 
 from juggle.errors import OsCallTimeoutError
 from juggle.hwthreads import (
@@ -51,9 +46,9 @@ from juggle.hwthreads import (
     SemWait,
     ThreadDescription,
     ThreadRuntime,
-    Tier,
+    ThreadTier,
 )
-from juggle.hwthreads.ecos_model import CELLS, cell_labels, modeled_ecos_ppc
+from juggle.simulate.reconos.ecos import CELLS, cell_labels, modeled_ecos_ppc
 
 PAIRS = ("sw_sw", "sw_hw", "hw_sw", "hw_hw")
 """Turnaround pairings, releaser first: ``sw_hw`` = a software thread releases, hardware waits."""
@@ -184,8 +179,8 @@ def _runtime(timing: HwTiming) -> ThreadRuntime:
     return ThreadRuntime(FixedSlots.uniform(2, designs), timing)
 
 
-def _tier(code: str) -> Tier:
-    return Tier.HARDWARE if code == "hw" else Tier.SOFTWARE
+def _tier(code: str) -> ThreadTier:
+    return ThreadTier.HARDWARE if code == "hw" else ThreadTier.SOFTWARE
 
 
 def _until_waiting(count: Callable[[], int]) -> Callable[[], None]:
@@ -205,7 +200,7 @@ def _median_us(samples: list[int]) -> float:
     return statistics.median(samples) / 1e3
 
 
-def _raw(runtime: ThreadRuntime, tier: Tier, iterations: int) -> tuple[float, float, float]:
+def _raw(runtime: ThreadRuntime, tier: ThreadTier, iterations: int) -> tuple[float, float, float]:
     mutex_probe = _Probe(iterations)
     thread = runtime.create(_DESIGNS["raw_mutex"], [Mutex()], mutex_probe)
     thread.start(tier)
@@ -256,7 +251,7 @@ def run(quick: bool = False) -> dict[str, float]:
     timing = HwTiming()
     runtime = _runtime(timing)
     results: dict[str, float] = {}
-    for tier in (Tier.SOFTWARE, Tier.HARDWARE):
+    for tier in (ThreadTier.SOFTWARE, ThreadTier.HARDWARE):
         lock, unlock, post = _raw(runtime, tier, raw_iterations)
         results[f"mutex_lock_{tier.value}_us"] = lock
         results[f"mutex_unlock_{tier.value}_us"] = unlock
@@ -310,65 +305,3 @@ def _turnaround_cycles(
     if waiter == "hw":
         cycles += timing.osif_response_cycles(acquire.response_words)
     return cycles
-
-
-# -- juggle simulate oscall ------------------------------------------------------------------
-
-
-def register(simulate_app: typer.Typer) -> None:
-    """Add the ``oscall`` command to ``simulate_app``."""
-    simulate_app.command("oscall")(simulate_oscall)
-
-
-def simulate_document() -> dict[str, Any]:
-    """What ``juggle simulate oscall --json`` prints: the ``modeled_ecos_ppc`` table (no
-    measurement; the same document every time)."""
-    return {
-        "scenario": "oscall",
-        "paper": "Lübbers & Platzner, ReconOS, Table 2: synchronization benchmark, eCos/PPC",
-        "modeled_ecos_ppc": modeled_ecos_ppc(),
-        "labels": {"scenario": "input", "paper": "input", "modeled_ecos_ppc": "calibrated"},
-        "how": {
-            "modeled_ecos_ppc": "the delegate path of the paper's platform, step by step "
-            "with stated costs (juggle.hwthreads.ecos_model); per-cell labels inside: 8 cells "
-            "were fitting targets (calibrated), 6 are predictions (modeled)",
-        },
-    }
-
-
-def simulate_oscall(
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
-) -> None:
-    """ReconOS Table 2 on a model of its eCos/PowerPC 405 platform, beside the paper."""
-    doc = simulate_document()
-    if json_out:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        render_oscall(doc, Console())
-
-
-def render_oscall(doc: dict[str, Any], console: Console) -> None:
-    """Print ``doc`` (from :func:`simulate_document`): model beside paper, per cell."""
-    table_doc = doc["modeled_ecos_ppc"]
-    table = Table(title=f"ReconOS Table 2, eCos/PPC, {table_doc['unit']} (model vs paper)")
-    for column in ("call", "model", "paper", "deviation", "label"):
-        table.add_column(column, justify="left" if column in ("call", "label") else "right")
-    for cell, entry in table_doc["cells"].items():
-        table.add_row(
-            cell,
-            f"{entry['model_cycles']:.0f}",
-            str(entry["paper_cycles"]),
-            f"{entry['deviation_pct']:+.1f} %",
-            entry["labels"]["model_cycles"].upper(),
-        )
-    console.print(table)
-    costs = Table(title="stated costs (bus cycles)")
-    for column in ("cost", "value", "label", "source"):
-        costs.add_column(column, overflow="fold")
-    for name, cost in table_doc["costs"].items():
-        costs.add_row(name, f"{cost['cycles']:g}", cost["label"], cost["source"])
-    console.print(costs)
-    console.print(
-        f"largest deviation {table_doc['worst_deviation_pct']:.1f} % "
-        f"(tolerance {table_doc['tolerance_pct']:.0f} %)"
-    )

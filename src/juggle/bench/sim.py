@@ -15,7 +15,7 @@ approximation.
 ``sim_fluid_*``: one run of the Fig 4 workload (20 ms stability, 4 spikes per period) under
 the ``adaptive`` controller, as the experiments run it: SimPy carries the control ticks and
 reconfigurations, and between them the pipeline advances in 50 µs steps in which each unit
-pool serves a fluid of whole packets (:mod:`juggle.simulate.units`). A step's cost does not
+pool serves a fluid of whole packets (:mod:`juggle.simulate.router.units`). A step's cost does not
 depend on how many packets it moves, so ``sim_fluid_packets_per_s`` (trace packets per wall
 second) is not a per-packet simulation speed; ``sim_fluid_steps_per_s`` is the rate of the
 work it does.
@@ -35,10 +35,10 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
-from juggle.core.controllers.registry import default_registry
-from juggle.simulate.edge_router import FIGURES, figure_trace, router_options
-from juggle.simulate.router import RouterModel, RouterSim, load_router_model
-from juggle.simulate.workload import Trace
+from juggle.core.controllers.plugins import default_registry
+from juggle.simulate.router.experiments import FIGURES, figure_trace, router_options
+from juggle.simulate.router.model import RouterModel, RouterSim, load_router_model
+from juggle.simulate.router.traffic import Trace
 
 __all__ = ["LABELS", "PacketRun", "run", "run_packet_level"]
 

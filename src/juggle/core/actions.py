@@ -23,7 +23,7 @@ from juggle.core.tenants import DeviceInterface, ProgrammingModel, SignalKind
 if TYPE_CHECKING:
     from juggle.core.allocator import RegionSlot
     from juggle.core.taskindex import TaskDescriptor
-    from juggle.core.tenants import VirtualDevice
+    from juggle.core.tenants import TenantDevice
 
 __all__ = [
     "Action",
@@ -146,11 +146,11 @@ class Solution:
     def __init__(
         self,
         kind: SolutionKind,
-        vd: VirtualDevice,
+        vd: TenantDevice,
         slot: RegionSlot | None,
         desc: TaskDescriptor | None,
         reconfig: bool,
-        victim: VirtualDevice | None,
+        victim: TenantDevice | None,
         at: float,
         pre: list[Action] | None,
     ) -> None:
@@ -252,7 +252,7 @@ Action = (
 """Anything an allocator entry point may ask its shell to do (or announce)."""
 
 
-def signal(vd: VirtualDevice, kind: SignalKind) -> Signal:
+def signal(vd: TenantDevice, kind: SignalKind) -> Signal:
     """A signal to ``vd``'s tenant about ``vd``."""
     return Signal(vd.tenant.name, vd.device, kind, vd.tenant.model)
 
@@ -262,13 +262,13 @@ def reconfigure(desc: TaskDescriptor) -> Reconfigure:
     return Reconfigure(desc.region, desc.device, desc.bitstream, desc.size_bytes, desc.t_rcfg_us)
 
 
-def evict_actions(victim: VirtualDevice, slot: RegionSlot) -> tuple[SaveContext, Disconnect]:
+def evict_actions(victim: TenantDevice, slot: RegionSlot) -> tuple[SaveContext, Disconnect]:
     """Save ``victim``'s context with its own routine, then disconnect it from ``slot``."""
     t, d = victim.tenant.name, victim.device
     return SaveContext(t, d, slot.name, victim.interface), Disconnect(t, d, slot.name)
 
 
-def connect_actions(vd: VirtualDevice, slot: RegionSlot) -> tuple[RestoreContext, Connect, Signal]:
+def connect_actions(vd: TenantDevice, slot: RegionSlot) -> tuple[RestoreContext, Connect, Signal]:
     """Restore ``vd``'s context into ``slot``, connect it, tell its tenant READY."""
     t, d = vd.tenant.name, vd.device
     return (

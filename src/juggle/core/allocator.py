@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from juggle.core.actions import (
     Action,
@@ -34,21 +33,21 @@ from juggle.core.actions import (
     reconfigure,
 )
 from juggle.core.allocstats import (
+    AllocatorRegion,
     AllocatorStats,
     DeviceStats,
-    RegionSnapshot,
     TenantStats,
     WaitingRequest,
 )
 from juggle.core.placement import JugglePlan, RegionView, ServiceView, plan_juggle
-from juggle.core.regionfsm import RegionMachine, RegionState
-from juggle.core.taskindex import DeviceSpec, TaskDescriptor, TaskIndex
+from juggle.core.regionfsm import RegionMachine, RegionPhase
+from juggle.core.taskindex import DeviceSpec, ProfileSource, TaskDescriptor, TaskIndex
 from juggle.core.tenants import (
     DeviceInterface,
     DeviceState,
     ProgrammingModel,
     Tenant,
-    VirtualDevice,
+    TenantDevice,
 )
 from juggle.errors import (
     AllocatorError,
@@ -64,18 +63,15 @@ from juggle.errors import (
     UnknownTenantError,
 )
 
-if TYPE_CHECKING:
-    from juggle.fabric.profiles import BoardProfile
-
 __all__ = ["Allocator", "JuggleTicket", "RegionSlot"]
 
-_IDLE = RegionState.IDLE
-_BUSY = RegionState.BUSY
-_PREEMPT = RegionState.PREEMPT
-_SWITCH = RegionState.SWITCH
-_RECONFIG = RegionState.RECONFIG
-_HOLD = RegionState.HOLD
-_ERROR = RegionState.ERROR
+_IDLE = RegionPhase.IDLE
+_BUSY = RegionPhase.BUSY
+_PREEMPT = RegionPhase.PREEMPT
+_SWITCH = RegionPhase.SWITCH
+_RECONFIG = RegionPhase.RECONFIG
+_HOLD = RegionPhase.HOLD
+_ERROR = RegionPhase.ERROR
 _DISCONNECTED = DeviceState.DISCONNECTED
 _WAITING = DeviceState.WAITING
 _PENDING = DeviceState.PENDING
@@ -91,7 +87,7 @@ class RegionSlot(RegionMachine):
     """The allocator's descriptor of one region (the paper's PRR Descriptor): state, loaded
     design, connected client and its priority, and the solution in progress, if any.
 
-    Internal and mutable; readers get :class:`~juggle.core.allocstats.RegionSnapshot`.
+    Internal and mutable; readers get :class:`~juggle.core.allocstats.AllocatorRegion`.
     """
 
     __slots__ = (
@@ -114,10 +110,10 @@ class RegionSlot(RegionMachine):
         self.index = index
         self.slices = slices
         self.design = _NO_DESIGN
-        self.client: VirtualDevice | None = None
+        self.client: TenantDevice | None = None
         self.occ_prio = -1
         self.occ_rt = False
-        self.incoming: VirtualDevice | None = None
+        self.incoming: TenantDevice | None = None
         self.incoming_desc: TaskDescriptor | None = None
         self.incoming_reconfig = False
         self.hold_until = _INF
@@ -140,9 +136,9 @@ class JuggleTicket:
     entering: str | None
     leaving: tuple[str, ...]
     actions: tuple[Action, ...]
-    vd: VirtualDevice | None
+    vd: TenantDevice | None
     slot: RegionSlot | None
-    legs: tuple[tuple[VirtualDevice, RegionSlot, int, bool], ...]
+    legs: tuple[tuple[TenantDevice, RegionSlot, int, bool], ...]
     done: bool = False
 
     @property
@@ -190,7 +186,7 @@ class Allocator:
                 i for i, seats in enumerate(self._compat) if any(s is slot for s, _ in seats)
             )
         self._queues = tuple(
-            tuple(deque[VirtualDevice]() for _ in range(priority_levels)) for _ in self._dev_names
+            tuple(deque[TenantDevice]() for _ in range(priority_levels)) for _ in self._dev_names
         )
         self._waiting_at = [0] * priority_levels
         self._holds: deque[RegionSlot] = deque()
@@ -210,7 +206,7 @@ class Allocator:
 
     @classmethod
     def from_profile(
-        cls, profile: BoardProfile, *, priority_levels: int = 2, hold_us: float = 100.0
+        cls, profile: ProfileSource, *, priority_levels: int = 2, hold_us: float = 100.0
     ) -> Allocator:
         """An allocator over a board profile's ``[[devices]]`` and regions.
 
@@ -264,7 +260,7 @@ class Allocator:
         prio = self._class_priority(name, realtime, priority)
         tenant = Tenant(name, prio, realtime, model)
         for dev_id, spec in enumerate(self._index.devices):
-            tenant.devices[spec.name] = VirtualDevice(
+            tenant.devices[spec.name] = TenantDevice(
                 tenant, spec.name, dev_id, self._compat[dev_id], spec.context_bytes
             )
         self._tenants[name] = tenant
@@ -462,14 +458,14 @@ class Allocator:
             self._serve_idle(slot, now, out)
         return out
 
-    def _check_releasable(self, vd: VirtualDevice, call: str) -> None:
+    def _check_releasable(self, vd: TenantDevice, call: str) -> None:
         slot = vd.region
         if vd.state is _PENDING or (
             vd.state is _CONNECTED and slot is not None and slot.state not in (_HOLD, _IDLE)
         ):
             raise self._state_error(vd, call)
 
-    def _let_go(self, vd: VirtualDevice, out: list[Action]) -> RegionSlot | None:
+    def _let_go(self, vd: TenantDevice, out: list[Action]) -> RegionSlot | None:
         """Withdraw ``vd``'s waiting request, or save and disconnect it; returns the region
         it left (Idle now), if any."""
         slot = vd.region
@@ -527,13 +523,13 @@ class Allocator:
         self._compat = (*self._compat, compat)
         self._queues = (
             *self._queues,
-            tuple(deque[VirtualDevice]() for _ in range(self._levels)),
+            tuple(deque[TenantDevice]() for _ in range(self._levels)),
         )
         self._owners[dev_id] = owner
         for slot, _ in compat:
             slot.dev_ids = (*slot.dev_ids, dev_id)
         for tenant in self._tenants.values():
-            tenant.devices[spec.name] = VirtualDevice(
+            tenant.devices[spec.name] = TenantDevice(
                 tenant, spec.name, dev_id, compat, spec.context_bytes
             )
 
@@ -602,12 +598,12 @@ class Allocator:
         """
         t, prio = self._asker(tenant, priority)
         self._check_time(now)
-        ent_vd: VirtualDevice | None = None
+        ent_vd: TenantDevice | None = None
         ent_view = entering
         if entering is not None and entering.regions:
             ent_vd = self._vdev(tenant, entering.device)
             ent_view = self._seen(entering, ent_vd)
-        legs_in: list[tuple[ServiceView, VirtualDevice | None]] = []
+        legs_in: list[tuple[ServiceView, TenantDevice | None]] = []
         for view in leaving:
             vd = self._vdev(tenant, view.device) if view.regions else None
             legs_in.append((self._seen(view, vd) if vd is not None else view, vd))
@@ -793,7 +789,7 @@ class Allocator:
             self._serve_busy(slot, now, out)
         return out
 
-    def _reprioritize(self, vd: VirtualDevice, priority: int) -> RegionSlot | None:
+    def _reprioritize(self, vd: TenantDevice, priority: int) -> RegionSlot | None:
         """Give ``vd`` ``priority``: its waiting request moves to that line (keeping its FIFO
         number), the region it holds carries the priority and its class; that region, if any."""
         if vd.state is _WAITING and vd.priority != priority:
@@ -808,14 +804,14 @@ class Allocator:
             return slot
         return None
 
-    def _pin(self, vd: VirtualDevice, slot: RegionSlot, now: float, out: list[Action]) -> None:
+    def _pin(self, vd: TenantDevice, slot: RegionSlot, now: float, out: list[Action]) -> None:
         """Connect ``vd`` to ``slot`` (Reconfig/Switch → Hold) and start it (→ Busy)."""
         slot.to(_HOLD)
         slot.design = vd.dev_id
         self._connect(vd, slot, now)
         slot.to(_BUSY)
 
-    def _seen(self, view: ServiceView, vd: VirtualDevice) -> ServiceView:
+    def _seen(self, view: ServiceView, vd: TenantDevice) -> ServiceView:
         """``view`` with this allocator's truth: the regions it fits (smallest first) and the
         one it is connected to."""
         slot = vd.region if vd.state is _CONNECTED else None
@@ -854,7 +850,7 @@ class Allocator:
 
     # -- snapshots -----------------------------------------------------------------------
 
-    def region_state(self, region: str) -> RegionState:
+    def region_state(self, region: str) -> RegionPhase:
         """The Fig 7 state of ``region``.
 
         Raises :class:`~juggle.errors.UnknownRegionError`.
@@ -922,7 +918,7 @@ class Allocator:
 
     # -- the search ------------------------------------------------------------------------
 
-    def _search(self, vd: VirtualDevice, now: float, pre: list[Action] | None) -> Solution:
+    def _search(self, vd: TenantDevice, now: float, pre: list[Action] | None) -> Solution:
         prio = vd.priority
         victim_slot: RegionSlot | None = None
         victim_desc: TaskDescriptor | None = None
@@ -946,9 +942,7 @@ class Allocator:
         self._paths[0] += 1
         return Solution(_UNAVAILABLE, vd, None, None, False, None, now, pre)
 
-    def _assign(
-        self, vd: VirtualDevice, slot: RegionSlot, desc: TaskDescriptor, now: float
-    ) -> bool:
+    def _assign(self, vd: TenantDevice, slot: RegionSlot, desc: TaskDescriptor, now: float) -> bool:
         """Give the Idle ``slot`` to ``vd``; returns whether it must be reconfigured."""
         old = slot.client
         if old is not None:
@@ -966,7 +960,7 @@ class Allocator:
             self._connect(vd, slot, now)
         return reconfig
 
-    def _preempt(self, vd: VirtualDevice, slot: RegionSlot, desc: TaskDescriptor) -> bool:
+    def _preempt(self, vd: TenantDevice, slot: RegionSlot, desc: TaskDescriptor) -> bool:
         """Order ``slot``'s task to stop at its next consistency point, for ``vd``."""
         slot.to(_PREEMPT)
         reconfig = slot.design != vd.dev_id
@@ -1027,14 +1021,14 @@ class Allocator:
         self._paths[4 if reconfig else 3] += 1
         self._emit(Solution(_PREEMPT_KIND, vd, slot, desc, reconfig, victim, now, None), out)
 
-    def _best_waiter(self, slot: RegionSlot, above: int) -> VirtualDevice | None:
+    def _best_waiter(self, slot: RegionSlot, above: int) -> TenantDevice | None:
         """The first request (highest priority, then FIFO) with priority > ``above`` whose
         device fits ``slot``."""
         waiting_at = self._waiting_at
         for prio in range(self._top, above, -1):
             if not waiting_at[prio]:
                 continue
-            best: VirtualDevice | None = None
+            best: TenantDevice | None = None
             for dev_id in slot.dev_ids:
                 q = self._queues[dev_id][prio]
                 if q and (best is None or q[0].seq < best.seq):
@@ -1045,7 +1039,7 @@ class Allocator:
 
     # -- bookkeeping -------------------------------------------------------------------------
 
-    def _connect(self, vd: VirtualDevice, slot: RegionSlot, now: float) -> None:
+    def _connect(self, vd: TenantDevice, slot: RegionSlot, now: float) -> None:
         slot.client = vd
         slot.occ_prio = vd.priority
         slot.occ_rt = vd.tenant.realtime or vd.pinned
@@ -1058,14 +1052,14 @@ class Allocator:
             self._next_expiry = until
         self._holds.append(slot)
 
-    def _disconnect(self, vd: VirtualDevice, slot: RegionSlot) -> None:
+    def _disconnect(self, vd: TenantDevice, slot: RegionSlot) -> None:
         slot.client = None
         slot.occ_prio = -1
         slot.occ_rt = False
         vd.state = _DISCONNECTED
         vd.region = None
 
-    def _enqueue(self, vd: VirtualDevice) -> None:
+    def _enqueue(self, vd: TenantDevice) -> None:
         vd.state = _WAITING
         q = self._queues[vd.dev_id][vd.priority]
         if not q or q[-1].seq < vd.seq:
@@ -1075,7 +1069,7 @@ class Allocator:
             q.insert(pos, vd)
         self._waiting_at[vd.priority] += 1
 
-    def _dequeue(self, vd: VirtualDevice) -> None:
+    def _dequeue(self, vd: TenantDevice) -> None:
         q = self._queues[vd.dev_id][vd.priority]
         if q[0] is vd:
             q.popleft()
@@ -1116,7 +1110,7 @@ class Allocator:
         out.append(solution)
         out.extend(solution.actions)
 
-    def _desc_of(self, vd: VirtualDevice, slot: RegionSlot) -> TaskDescriptor:
+    def _desc_of(self, vd: TenantDevice, slot: RegionSlot) -> TaskDescriptor:
         for s, desc in vd.compat:
             if s is slot:
                 return desc
@@ -1154,7 +1148,7 @@ class Allocator:
             raise self._bad_priority(t, priority)
         return t, priority
 
-    def _vdev(self, tenant: str, device: str) -> VirtualDevice:
+    def _vdev(self, tenant: str, device: str) -> TenantDevice:
         t = self._tenants.get(tenant)
         if t is None:
             raise self._unknown_tenant(tenant)
@@ -1193,7 +1187,7 @@ class Allocator:
             subject=priority,
         )
 
-    def _state_error(self, vd: VirtualDevice, call: str) -> DeviceStateError:
+    def _state_error(self, vd: TenantDevice, call: str) -> DeviceStateError:
         where = f" (region {vd.region.name} is {vd.region.state.value})" if vd.region else ""
         return DeviceStateError(
             f"{call}({vd.tenant.name!r}, {vd.device!r}): the device is {vd.state.value}{where}",
@@ -1201,18 +1195,18 @@ class Allocator:
         )
 
     def _event_error(
-        self, slot: RegionSlot, event: str, expected: RegionState
+        self, slot: RegionSlot, event: str, expected: RegionPhase
     ) -> IllegalTransitionError:
         return IllegalTransitionError(
             f"{event}({slot.name!r}): region is {slot.state.value}, not {expected.value}",
             subject=slot.name,
         )
 
-    def _region_snapshot(self, s: RegionSlot) -> RegionSnapshot:
-        def label(vd: VirtualDevice | None) -> str | None:
+    def _region_snapshot(self, s: RegionSlot) -> AllocatorRegion:
+        def label(vd: TenantDevice | None) -> str | None:
             return None if vd is None else f"{vd.tenant.name}/{vd.device}"
 
-        return RegionSnapshot(
+        return AllocatorRegion(
             name=s.name,
             slices=s.slices,
             state=s.state.value,
@@ -1221,7 +1215,7 @@ class Allocator:
             client_priority=s.occ_prio if s.client is not None else None,
             incoming=label(s.incoming),
             hold_until=s.hold_until if s.state is _HOLD else None,
-            entered=tuple((st.value, s.entered[st.ordinal]) for st in RegionState),
+            entered=tuple((st.value, s.entered[st.ordinal]) for st in RegionPhase),
         )
 
     def _tenant_stats(self, t: Tenant) -> TenantStats:

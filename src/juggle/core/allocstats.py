@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["AllocatorStats", "DeviceStats", "RegionSnapshot", "TenantStats", "WaitingRequest"]
+__all__ = ["AllocatorRegion", "AllocatorStats", "DeviceStats", "TenantStats", "WaitingRequest"]
 
 
 @dataclass(frozen=True, slots=True)
-class RegionSnapshot:
-    """One region: its Fig 7 state, the design loaded (None: blank or being loaded), the
-    connected client and the client a pending solution is for, as ``tenant/device``."""
+class AllocatorRegion:
+    """One region as the allocator sees it: its Fig 7 phase, the design loaded (None: blank
+    or being loaded), the connected client and the client a pending solution is for, as
+    ``tenant/device``."""
 
     name: str
     slices: int
@@ -68,7 +69,7 @@ class AllocatorStats:
     """
 
     now: float
-    regions: tuple[RegionSnapshot, ...]
+    regions: tuple[AllocatorRegion, ...]
     tenants: tuple[TenantStats, ...]
     waiting: tuple[WaitingRequest, ...]
     requests: int

@@ -24,13 +24,13 @@ from types import MappingProxyType
 
 from juggle.errors import IllegalTransitionError
 
-__all__ = ["TRANSITIONS", "RegionMachine", "RegionState", "is_legal"]
+__all__ = ["TRANSITIONS", "RegionMachine", "RegionPhase", "is_legal"]
 
 
-class RegionState(enum.Enum):
+class RegionPhase(enum.Enum):
     """Where a region is in Fig 7; ``ERROR`` is a region whose programming failed."""
 
-    successors: tuple[RegionState, ...]
+    successors: tuple[RegionPhase, ...]
     ordinal: int
 
     IDLE = "Idle"
@@ -42,9 +42,9 @@ class RegionState(enum.Enum):
     ERROR = "Error"
 
 
-_S = RegionState
+_S = RegionPhase
 
-_TABLE: dict[tuple[RegionState, RegionState], str] = {
+_TABLE: dict[tuple[RegionPhase, RegionPhase], str] = {
     (_S.IDLE, _S.HOLD): "assign: the loaded design serves the request, same client",
     (_S.IDLE, _S.SWITCH): "assign: save the previous client's context first",
     (_S.IDLE, _S.RECONFIG): "assign with reconfig: no client to save",
@@ -64,15 +64,15 @@ _TABLE: dict[tuple[RegionState, RegionState], str] = {
     (_S.ERROR, _S.IDLE): "repair: the region was blanked and can be used again",
 }
 
-TRANSITIONS: Mapping[tuple[RegionState, RegionState], str] = MappingProxyType(_TABLE)
+TRANSITIONS: Mapping[tuple[RegionPhase, RegionPhase], str] = MappingProxyType(_TABLE)
 """Every legal transition ``(from, to)`` with the event that causes it."""
 
-for _ordinal, _state in enumerate(RegionState):
+for _ordinal, _state in enumerate(RegionPhase):
     _state.ordinal = _ordinal
     _state.successors = tuple(dst for (src, dst) in _TABLE if src is _state)
 
 
-def is_legal(src: RegionState, dst: RegionState) -> bool:
+def is_legal(src: RegionPhase, dst: RegionPhase) -> bool:
     """Whether Fig 7 (plus ``ERROR``) allows going from ``src`` to ``dst``."""
     return dst in src.successors
 
@@ -85,12 +85,12 @@ class RegionMachine:
 
     __slots__ = ("entered", "name", "state")
 
-    def __init__(self, name: str, state: RegionState = RegionState.IDLE) -> None:
+    def __init__(self, name: str, state: RegionPhase = RegionPhase.IDLE) -> None:
         self.name = name
         self.state = state
-        self.entered = [0] * len(RegionState)
+        self.entered = [0] * len(RegionPhase)
 
-    def to(self, dst: RegionState) -> None:
+    def to(self, dst: RegionPhase) -> None:
         """Move to ``dst``.
 
         Raises:

@@ -13,14 +13,75 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from juggle.errors import NoCompatibleRegionError, TaskIndexError, UnknownDeviceError
 
-if TYPE_CHECKING:
-    from juggle.fabric.profiles import BoardProfile
+__all__ = [
+    "DeviceSpec",
+    "ProfileDevice",
+    "ProfilePort",
+    "ProfileRegion",
+    "ProfileSource",
+    "RegionSpec",
+    "TaskDescriptor",
+    "TaskIndex",
+]
 
-__all__ = ["DeviceSpec", "RegionSpec", "TaskDescriptor", "TaskIndex"]
+
+class ProfileRegion(Protocol):
+    """What :meth:`TaskIndex.from_profile` reads of a region of a board profile."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def slices(self) -> int: ...
+    @property
+    def bitstream_bytes(self) -> int | None: ...
+    @property
+    def max_bitstream_bytes(self) -> int: ...
+
+
+class ProfileDevice(Protocol):
+    """What :meth:`TaskIndex.from_profile` reads of a device (``[[devices]]``) of a profile."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def regions(self) -> Sequence[str]: ...
+    @property
+    def frame_us(self) -> float: ...
+    @property
+    def preempt_us(self) -> float: ...
+    @property
+    def context_bytes(self) -> int: ...
+
+
+class ProfilePort(Protocol):
+    """The configuration port of a profile: how long writing a bitstream takes."""
+
+    def transfer_ps(self, nbytes: int) -> int:
+        """Modeled time to write ``nbytes``, in picoseconds."""
+        ...
+
+
+class ProfileSource(Protocol):
+    """What the decision core reads of a board profile (a
+    :class:`~juggle.fabric.profiles.BoardProfile` is one): regions, devices and the
+    configuration port. The core names only this shape, never the fabric package."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def regions(self) -> Sequence[ProfileRegion]: ...
+    @property
+    def devices(self) -> Sequence[ProfileDevice]: ...
+    @property
+    def config_port(self) -> ProfilePort: ...
+
+    def region(self, name: str) -> ProfileRegion:
+        """The region called ``name``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +183,7 @@ class TaskIndex:
             )
 
     @classmethod
-    def from_profile(cls, profile: BoardProfile) -> TaskIndex:
+    def from_profile(cls, profile: ProfileSource) -> TaskIndex:
         """The index of a board profile's ``[[devices]]``: one bitstream per (device, region),
         sized by the region's ``bitstream_bytes`` (else ``max_bitstream_bytes``) and loaded
         through the profile's configuration port.

@@ -25,7 +25,7 @@ __all__ = [
     "Register",
     "SignalKind",
     "Tenant",
-    "VirtualDevice",
+    "TenantDevice",
 ]
 
 
@@ -41,7 +41,7 @@ class ProgrammingModel(enum.Enum):
     AWARE = "aware"
 
 
-class SignalKind(enum.Enum):
+class SignalKind(enum.StrEnum):
     """What the allocator tells a tenant (paper Table 2, IPC signals)."""
 
     WAIT = "wait"
@@ -161,18 +161,18 @@ class Tenant:
         self.priority = priority
         self.realtime = realtime
         self.model = model
-        self.devices: dict[str, VirtualDevice] = {}
+        self.devices: dict[str, TenantDevice] = {}
 
     def __repr__(self) -> str:
         kind = "real-time" if self.realtime else "general-purpose"
         return f"<Tenant {self.name} {kind} prio={self.priority} {self.model.value}>"
 
 
-class VirtualDevice:
+class TenantDevice:
     """The allocator's record of one (tenant, device): its interface, where it is connected,
     and, while a request is outstanding, the request itself (priority, FIFO number, time).
 
-    Internal and mutable; readers get :class:`~juggle.core.allocator.DeviceStats` snapshots.
+    Internal and mutable; readers get :class:`~juggle.core.allocstats.DeviceStats` snapshots.
     """
 
     __slots__ = (
@@ -210,4 +210,4 @@ class VirtualDevice:
         self.requested_at = 0.0
 
     def __repr__(self) -> str:
-        return f"<VirtualDevice {self.tenant.name}/{self.device} {self.state.value}>"
+        return f"<TenantDevice {self.tenant.name}/{self.device} {self.state.value}>"

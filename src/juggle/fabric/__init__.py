@@ -27,7 +27,7 @@ from juggle.fabric.profiles import (
     available_profiles,
     load_profile,
 )
-from juggle.fabric.region import FpgaRegion, ProgramReport, RegionSnapshot, RegionState
+from juggle.fabric.region import FpgaRegion, ProgramReport, RegionState, RegionStatus
 from juggle.fabric.resources import Resources
 from juggle.fabric.sim import ModelCatalog, ModelClock, RegisterModel, SimWindow, WindowStatistics
 
@@ -54,8 +54,8 @@ __all__ = [
     "ModelClock",
     "ProgramReport",
     "RegionProfile",
-    "RegionSnapshot",
     "RegionState",
+    "RegionStatus",
     "RegisterModel",
     "Resources",
     "SimWindow",

@@ -35,7 +35,7 @@ from juggle.fabric.faults import FaultInjector
 from juggle.fabric.manager import FpgaManager, ManagerStatistics
 from juggle.fabric.mmio import MMIO
 from juggle.fabric.profiles import BoardProfile, load_profile
-from juggle.fabric.region import FpgaRegion, ProgramReport, RegionSnapshot
+from juggle.fabric.region import FpgaRegion, ProgramReport, RegionStatus
 from juggle.fabric.resources import Resources
 from juggle.fabric.sim.backend import SimBackend
 from juggle.fabric.sim.catalog import ModelCatalog
@@ -60,7 +60,7 @@ class FabricStatistics:
     modeled_reconfiguration_ms: float
     modeled_bridge_ms: float
     manager: ManagerStatistics
-    regions: tuple[RegionSnapshot, ...]
+    regions: tuple[RegionStatus, ...]
 
 
 #: How many program files the fabric remembers as checked (see ``Fabric._describes``).
@@ -294,7 +294,7 @@ class Fabric:
         """
         return self.region(region).window()
 
-    def regions(self) -> tuple[RegionSnapshot, ...]:
+    def regions(self) -> tuple[RegionStatus, ...]:
         """Snapshots of every region, in profile order."""
         return tuple(r.snapshot() for r in self._regions.values())
 

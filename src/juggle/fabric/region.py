@@ -9,7 +9,7 @@ region looks like afterwards depends on how far it got:
   design is still loaded, its bridge is reopened and its window serves again.
 * from the write on (``write_init``/``write``/``write_complete``, opening the bridge,
   attaching the window): the previous configuration is overwritten, so the region goes to
-  ``ERROR``, its bridge is left closed, and :attr:`RegionSnapshot.error` names the step that
+  ``ERROR``, its bridge is left closed, and :attr:`RegionStatus.error` names the step that
   broke. Programming again (or unloading) recovers it: the runtime's next juggle into the
   region does exactly that.
 
@@ -30,7 +30,7 @@ import dataclasses
 import threading
 import time
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from types import TracebackType
 
 from juggle.errors import FabricError, RegionBusyError, RegionEmptyError
@@ -42,18 +42,18 @@ from juggle.fabric.mmio import MMIO
 from juggle.fabric.profiles import BoardProfile, RegionProfile
 from juggle.fabric.resources import Resources
 
-__all__ = ["FpgaRegion", "ProgramReport", "RegionSnapshot", "RegionState"]
+__all__ = ["FpgaRegion", "ProgramReport", "RegionState", "RegionStatus"]
 
 _PS_PER_MS = 10**9
 
 
-class RegionState(Enum):
-    """The physical state of a region."""
+class RegionState(StrEnum):
+    """The physical state of a region; its value is what snapshots, JSON and the CLI show."""
 
-    EMPTY = "empty"
-    PROGRAMMING = "programming"
-    PROGRAMMED = "programmed"
-    ERROR = "error"
+    EMPTY = "EMPTY"
+    PROGRAMMING = "PROGRAMMING"
+    PROGRAMMED = "PROGRAMMED"
+    ERROR = "ERROR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,7 @@ class ProgramReport:
 
 
 @dataclass(frozen=True, slots=True)
-class RegionSnapshot:
+class RegionStatus:
     """A region as it is now.
 
     ``resources`` is the region's capacity, ``used`` what the loaded module declared it needs
@@ -88,7 +88,7 @@ class RegionSnapshot:
     """
 
     name: str
-    state: str
+    state: RegionState
     design: str | None
     owner: str | None
     resources: Resources
@@ -288,14 +288,14 @@ class FpgaRegion:
             if self._bridge.enabled:
                 self._bridge.disable()
 
-    def snapshot(self) -> RegionSnapshot:
+    def snapshot(self) -> RegionStatus:
         """A frozen snapshot of the region."""
         with self._guard:
             state, loaded, error, count = self._state, self._loaded, self._error, self._count
             quarantined = self._quarantined and state is RegionState.ERROR
-        return RegionSnapshot(
+        return RegionStatus(
             name=self.name,
-            state=state.name,
+            state=state,
             design=loaded.design if loaded else None,
             owner=loaded.owner if loaded else None,
             resources=self.profile.resources,

@@ -10,6 +10,9 @@ suspend it at a :class:`YieldPoint` and resume it elsewhere.
 Software threads use the objects directly: :class:`Mutex`, :class:`Semaphore`,
 :class:`Condition`, :class:`Mailbox`, :class:`SharedMemory`.
 
+The scenarios of the ReconOS paper that run on this library (the sort application, the model
+of Table 2's eCos platform) live in :mod:`juggle.simulate.reconos`.
+
 Figures follow the project's rule: software time is *measured* on this machine; fabric time is
 *modeled* in cycles of a 100 MHz clock (:class:`HwTiming`), and reports keep the two apart.
 """
@@ -60,17 +63,16 @@ from juggle.hwthreads._objects import (
     SemaphoreStatistics,
 )
 from juggle.hwthreads._runtime import ThreadRuntime
-from juggle.hwthreads._slots import FixedSlots, Slot, SlotProvider, SlotStatistics
+from juggle.hwthreads._slots import FixedSlots, SlotProvider, SlotStatistics, ThreadSlot
 from juggle.hwthreads._thread import (
     TRANSITIONS,
     HardwareThread,
     ThreadDescription,
     ThreadState,
     ThreadStatistics,
-    Tier,
+    ThreadTier,
 )
 from juggle.hwthreads._timing import HwTiming
-from juggle.hwthreads.sort import SortHardware, run_sort
 
 __all__ = [
     "TRANSITIONS",
@@ -118,19 +120,17 @@ __all__ = [
     "Semaphore",
     "SemaphoreStatistics",
     "SharedMemory",
-    "Slot",
     "SlotProvider",
     "SlotStatistics",
-    "SortHardware",
     "TenantSlots",
     "ThreadDescription",
     "ThreadExit",
     "ThreadRuntime",
+    "ThreadSlot",
     "ThreadState",
     "ThreadStatistics",
-    "Tier",
+    "ThreadTier",
     "WouldBlockResult",
     "YieldPoint",
     "as_words",
-    "run_sort",
 ]

@@ -42,7 +42,7 @@ from juggle.core.allocator import Allocator
 from juggle.core.execute import execute
 from juggle.core.tenants import DeviceState
 from juggle.errors import DeviceStateError
-from juggle.hwthreads._slots import Slot
+from juggle.hwthreads._slots import ThreadSlot
 
 
 def _monotonic_us() -> float:
@@ -111,7 +111,7 @@ class AllocatorSlots:
 
     # -- called by the tenant views, under the shared lock ------------------------------------
 
-    def _acquire(self, tenant: str, priority: int | None, design: str) -> Slot | None:
+    def _acquire(self, tenant: str, priority: int | None, design: str) -> ThreadSlot | None:
         if design not in self._designs:
             return None
         with self._lock:
@@ -120,7 +120,7 @@ class AllocatorSlots:
         self._notify(orders)
         return slot
 
-    def _acquire_locked(self, tenant: str, priority: int | None, design: str) -> Slot | None:
+    def _acquire_locked(self, tenant: str, priority: int | None, design: str) -> ThreadSlot | None:
         now = self._clock()
         state = self.allocator.device_state(tenant, design)
         if state is DeviceState.CONNECTED:  # handed over after a preemption, or held
@@ -144,7 +144,7 @@ class AllocatorSlots:
             for region in regions:
                 self._on_preempt(region)
 
-    def _start(self, tenant: str, design: str, now: float, *, handover: bool) -> Slot | None:
+    def _start(self, tenant: str, design: str, now: float, *, handover: bool) -> ThreadSlot | None:
         region = self.allocator.connected_region(tenant, design)
         if region is None:
             return None
@@ -154,9 +154,9 @@ class AllocatorSlots:
             return None
         if handover:
             self._counts["handovers"] += 1
-        return Slot(region, frozenset({design}))
+        return ThreadSlot(region, frozenset({design}))
 
-    def _release(self, tenant: str, slot: Slot) -> None:
+    def _release(self, tenant: str, slot: ThreadSlot) -> None:
         with self._lock:
             now = self._clock()
             for design in slot.designs:
@@ -239,7 +239,7 @@ class TenantSlots:
         self.shell = shell
         self.tenant = tenant
 
-    def acquire(self, priority: int | None, design: str) -> Slot | None:
+    def acquire(self, priority: int | None, design: str) -> ThreadSlot | None:
         """The region the allocator assigns to this tenant's ``design``, started; or None.
 
         ``priority`` None means the tenant's priority; a given one may only lower it.
@@ -249,7 +249,7 @@ class TenantSlots:
         """
         return self.shell._acquire(self.tenant, priority, design)
 
-    def release(self, slot: Slot) -> None:
+    def release(self, slot: ThreadSlot) -> None:
         """The computation in ``slot`` ended: report it and give the device up."""
         self.shell._release(self.tenant, slot)
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from juggle.hwthreads._calls import CallEnv, KernelCall, MemoryCall
 from juggle.hwthreads._delegate import Delegate, Osif
-from juggle.hwthreads._slots import Slot
+from juggle.hwthreads._slots import ThreadSlot
 from juggle.hwthreads._timing import HwTiming
 from juggle.hwthreads._waiting import current_meter
 
@@ -141,8 +141,8 @@ class HardwarePort:
         account: Account,
         owner_token: int,
         timing: HwTiming,
-        slot: Slot,
-        give_back: Callable[[Slot], None],
+        slot: ThreadSlot,
+        give_back: Callable[[ThreadSlot], None],
         restore_bytes: int,
     ) -> None:
         self._env = env

@@ -13,13 +13,13 @@ import threading
 from collections.abc import Sequence
 
 from juggle.errors import NoFreeSlotError
-from juggle.hwthreads._slots import Slot, SlotProvider
+from juggle.hwthreads._slots import SlotProvider, ThreadSlot
 from juggle.hwthreads._thread import (
     HardwareThread,
     ThreadDescription,
     ThreadState,
     ThreadStatistics,
-    Tier,
+    ThreadTier,
 )
 from juggle.hwthreads._timing import HwTiming
 
@@ -37,11 +37,11 @@ class ThreadRuntime:
         self._lock = threading.Lock()
         self._names = itertools.count(1)
 
-    def slots_acquire(self, priority: int | None, design: str) -> Slot | None:
+    def slots_acquire(self, priority: int | None, design: str) -> ThreadSlot | None:
         """A compatible slot from the provider, or None (always None without a provider)."""
         return None if self.slots is None else self.slots.acquire(priority, design)
 
-    def slots_release(self, slot: Slot) -> None:
+    def slots_release(self, slot: ThreadSlot) -> None:
         """Give ``slot`` back to the provider."""
         if self.slots is not None:
             self.slots.release(slot)
@@ -67,7 +67,7 @@ class ThreadRuntime:
 
     def _create_started(
         self,
-        tier: Tier | None,
+        tier: ThreadTier | None,
         description: ThreadDescription,
         resources: Sequence[object],
         init_data: object,
@@ -95,7 +95,9 @@ class ThreadRuntime:
         Raises:
             NoFreeSlotError: no compatible slot is free (no thread is created).
         """
-        return self._create_started(Tier.HARDWARE, description, resources, init_data, priority)
+        return self._create_started(
+            ThreadTier.HARDWARE, description, resources, init_data, priority
+        )
 
     def create_sw(
         self,
@@ -106,7 +108,9 @@ class ThreadRuntime:
         priority: int | None = None,
     ) -> HardwareThread:
         """Create and start a thread in software."""
-        return self._create_started(Tier.SOFTWARE, description, resources, init_data, priority)
+        return self._create_started(
+            ThreadTier.SOFTWARE, description, resources, init_data, priority
+        )
 
     def create_auto(
         self,

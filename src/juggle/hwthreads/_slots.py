@@ -19,7 +19,7 @@ from juggle.errors import HwThreadArgumentError
 
 
 @dataclass(frozen=True, slots=True)
-class Slot:
+class ThreadSlot:
     """A hardware slot: its name and the thread designs (description names) it can host."""
 
     name: str
@@ -34,12 +34,12 @@ class Slot:
 class SlotProvider(Protocol):
     """Hands out slots: ``acquire`` a free compatible slot or None; ``release`` it later."""
 
-    def acquire(self, priority: int | None, design: str) -> Slot | None:
+    def acquire(self, priority: int | None, design: str) -> ThreadSlot | None:
         """A free slot hosting ``design`` for a thread of ``priority`` (None: the provider's
         default, e.g. the tenant's), or None when there is none."""
         ...
 
-    def release(self, slot: Slot) -> None:
+    def release(self, slot: ThreadSlot) -> None:
         """Give back a slot obtained from :meth:`acquire`."""
         ...
 
@@ -61,7 +61,7 @@ class FixedSlots:
     free or not.
     """
 
-    def __init__(self, slots: Iterable[Slot]) -> None:
+    def __init__(self, slots: Iterable[ThreadSlot]) -> None:
         """Manage ``slots``.
 
         Raises:
@@ -86,9 +86,9 @@ class FixedSlots:
         if count < 0:
             raise HwThreadArgumentError(f'"count" must be >= 0, got {count!r}', count)
         kinds = frozenset(designs)
-        return cls(Slot(f"{prefix}{i}", kinds) for i in range(count))
+        return cls(ThreadSlot(f"{prefix}{i}", kinds) for i in range(count))
 
-    def acquire(self, priority: int | None, design: str) -> Slot | None:
+    def acquire(self, priority: int | None, design: str) -> ThreadSlot | None:
         """The first free slot hosting ``design``, marked busy; None when there is none."""
         with self._lock:
             for slot in self._slots:
@@ -99,7 +99,7 @@ class FixedSlots:
             self._refusals += 1
             return None
 
-    def release(self, slot: Slot) -> None:
+    def release(self, slot: ThreadSlot) -> None:
         """Mark ``slot`` free again.
 
         Raises:

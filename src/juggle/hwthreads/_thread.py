@@ -57,7 +57,7 @@ from juggle.hwthreads._calls import (
 )
 from juggle.hwthreads._delegate import Delegate
 from juggle.hwthreads._ports import Account, HardwarePort, Port, SoftwarePort
-from juggle.hwthreads._slots import Slot
+from juggle.hwthreads._slots import ThreadSlot
 from juggle.hwthreads._waiting import act_for
 
 if TYPE_CHECKING:
@@ -66,8 +66,9 @@ if TYPE_CHECKING:
 Body = Callable[[Any], Generator[OsCall, Any, Any]]
 
 
-class Tier(enum.Enum):
-    """Where a thread runs."""
+class ThreadTier(enum.Enum):
+    """Where a thread runs: in a hardware slot or on the CPU (a thread's two places, not a
+    service's three tiers: software, native, hardware)."""
 
     HARDWARE = "hw"
     SOFTWARE = "sw"
@@ -85,7 +86,10 @@ class ThreadState(enum.Enum):
     FAILED = "FAILED"
 
 
-_RUNNING = {Tier.HARDWARE: ThreadState.RUNNING_HW, Tier.SOFTWARE: ThreadState.RUNNING_SW}
+_RUNNING = {
+    ThreadTier.HARDWARE: ThreadState.RUNNING_HW,
+    ThreadTier.SOFTWARE: ThreadState.RUNNING_SW,
+}
 
 TRANSITIONS: dict[ThreadState, frozenset[ThreadState]] = {
     ThreadState.INIT: frozenset({ThreadState.RUNNING_HW, ThreadState.RUNNING_SW}),
@@ -133,7 +137,7 @@ class ThreadStatistics:
 
     name: str
     state: ThreadState
-    tier: Tier | None
+    tier: ThreadTier | None
     slot: str | None
     priority: int | None
     os_calls: int
@@ -191,8 +195,8 @@ class HardwareThread:
         self._token = next(_tokens)
         self._cond = threading.Condition()
         self._state = ThreadState.INIT
-        self._tier: Tier | None = None
-        self._slot: Slot | None = None
+        self._tier: ThreadTier | None = None
+        self._slot: ThreadSlot | None = None
         self._context: bytes | None = None
         self._signal = False
         self._result: Any = None
@@ -209,7 +213,7 @@ class HardwareThread:
         return self._state
 
     @property
-    def slot(self) -> Slot | None:
+    def slot(self) -> ThreadSlot | None:
         """The slot the thread runs in (None unless RUNNING_HW or SUSPENDING in hardware)."""
         return self._slot
 
@@ -228,7 +232,7 @@ class HardwareThread:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self, tier: Tier | None = None) -> Tier:
+    def start(self, tier: ThreadTier | None = None) -> ThreadTier:
         """Start the thread in ``tier`` (None: hardware if a compatible slot is free).
 
         Returns the tier it runs in.
@@ -242,7 +246,7 @@ class HardwareThread:
                 raise ThreadStateError(f"start: thread {self.name!r} is {self._state.name}", self)
             return self._launch(tier)
 
-    def resume(self, tier: Tier | None = None) -> Tier:
+    def resume(self, tier: ThreadTier | None = None) -> ThreadTier:
         """Continue a SUSPENDED thread from its saved context in ``tier`` (None: auto).
 
         A hardware resume gets a slot afresh, so it may be another slot than before.
@@ -305,15 +309,15 @@ class HardwareThread:
 
     # -- driving the body ---------------------------------------------------------------------
 
-    def _launch(self, tier: Tier | None) -> Tier:
+    def _launch(self, tier: ThreadTier | None) -> ThreadTier:
         slot = None
-        if tier is not Tier.SOFTWARE:
+        if tier is not ThreadTier.SOFTWARE:
             slot = self.runtime.slots_acquire(self.priority, self.description.name)
-            if slot is None and tier is Tier.HARDWARE:
+            if slot is None and tier is ThreadTier.HARDWARE:
                 raise NoFreeSlotError(
                     f"no free slot hosts design {self.description.name!r}", self.description.name
                 )
-        actual = Tier.SOFTWARE if slot is None else Tier.HARDWARE
+        actual = ThreadTier.SOFTWARE if slot is None else ThreadTier.HARDWARE
         port: Port
         if slot is None:
             port = SoftwarePort(self._env, self._account)

@@ -1,5 +1,4 @@
-"""What every ``--plot`` shares: checking the target path, saving a figure, announcing the file,
-and the transient progress bar of the long ``simulate`` commands.
+"""What every ``--plot`` shares: checking the target path and saving a figure.
 
 Nothing here imports matplotlib at module level, so a command can refuse a bad ``--plot`` path
 before it spends seconds computing what it would draw.
@@ -7,17 +6,15 @@ before it spends seconds computing what it would draw.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from juggle.errors import ConfigurationError
-from juggle.progress import Progress, progress_bar
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Progress", "announce", "check_png", "progress_bar", "save_png"]
+__all__ = ["check_png", "save_png"]
 
 
 def check_png(path: Path) -> Path:
@@ -58,17 +55,3 @@ def save_png(fig: Figure, path: Path, *, dpi: int = 120) -> Path:
     finally:
         plt.close(fig)
     return path
-
-
-def announce(paths: list[Path], doc: dict[str, Any] | None, *, json_out: bool) -> None:
-    """Say which files were written: under ``files`` in ``doc`` when the command prints JSON,
-    else one ``wrote PATH`` line each on stderr."""
-    if not paths:
-        return
-    if json_out:
-        if doc is not None:
-            doc["files"] = [str(p) for p in paths]
-        return
-    for path in paths:
-        sys.stderr.write(f"wrote {path}\n")
-    sys.stderr.flush()

@@ -1,4 +1,4 @@
-"""``juggle simulate thumbpod``: ThumbPod's Fig 3 rerun on a modeled LEON2-Sparc cost profile.
+"""ThumbPod's Fig 3 rerun on a modeled LEON2-Sparc cost profile.
 
 ThumbPod (Hwang et al., DAC 2003) calls one Rijndael function (128-bit key and block) at three
 levels of refinement and counts LEON-Sparc cycles per call, split into *interface* (the layers
@@ -33,16 +33,10 @@ the model's with the deviation in percent.
 
 from __future__ import annotations
 
-import json
 import math
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
-
-import typer
-from rich.console import Console
-from rich.table import Table
+from typing import Any
 
 from juggle.errors import ConfigurationError
 from juggle.services.crypto.aes_hw import AES_CORE_CYCLES, AesCore, AesDriver
@@ -55,10 +49,7 @@ __all__ = [
     "Figure",
     "LeonProfile",
     "c_core_breakdown",
-    "register",
-    "render_thumbpod",
     "run_thumbpod",
-    "thumbpod",
 ]
 
 LEVELS = ("java", "c", "hardware")
@@ -581,59 +572,3 @@ def _add_labels(tree: dict[str, Any]) -> None:
 
 def _round(value: float) -> float:
     return round(float(value), 3)
-
-
-# -- the command -------------------------------------------------------------------------------
-
-
-def register(simulate_app: typer.Typer) -> None:
-    """Add the ``thumbpod`` command to ``simulate_app``."""
-    simulate_app.command("thumbpod")(thumbpod)
-
-
-def thumbpod(
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
-) -> None:
-    """ThumbPod Fig 3 (DAC 2003): Rijndael's interface and core cycles per refinement level
-    on a modeled LEON2-Sparc, beside the paper's figures."""
-    doc = run_thumbpod()
-    if json_out:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        render_thumbpod(doc, Console())
-
-
-def _cell(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.1f}{unit}" if unit else f"{value:,.0f}"
-
-
-def render_thumbpod(doc: dict[str, Any], console: Console) -> None:
-    """Print a ThumbPod result as a table, model beside paper, with each figure's label."""
-    table = Table(title="ThumbPod Fig 3: LEON2 cycles per rijndael() call")
-    for column in ("level", "figure", "model", "paper", "deviation", "model label"):
-        table.add_column(column, justify="right" if column in ("model", "paper") else "left")
-    for name, level in doc["levels"].items():
-        for key in ("interface_cycles", "core_cycles", "total_cycles", "gain"):
-            unit = "x" if key == "gain" else ""
-            dev = level["deviation_pct"][key]
-            table.add_row(
-                name,
-                key.removesuffix("_cycles"),
-                _cell(level[key], unit),
-                _cell(level["paper"][key], unit),
-                "" if dev is None else f"{dev:+.1f} %",
-                level["labels"][key],
-            )
-        table.add_section()
-    console.print(table)
-    for key in ("kvm_factor", "kni_cycles", "coprocessor_cycles"):
-        p = doc["parameters"][key]
-        console.print(f"{key} = {p['value']:g} ({p['label']}: {p['how']})")
-    what_if = doc["what_if"]["hardware_juggle_driver"]
-    tx = what_if["transactions"]
-    console.print(
-        f"what-if, juggle's AesDriver protocol ({tx['reads']} reads + {tx['writes']} writes): "
-        f"{what_if['total_cycles']:,.0f} cycles, gain {what_if['gain']:.0f}x (calibrated)"
-    )

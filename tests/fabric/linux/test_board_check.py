@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from juggle.cli import app
+from juggle.commands.cli import app
 from juggle.errors import BackendError
 from juggle.fabric.bitstream import build_vendor_bit, to_bin
 from juggle.fabric.linux.check import examine

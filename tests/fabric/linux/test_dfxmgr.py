@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from juggle.cli import app
+from juggle.commands.cli import app
 from juggle.errors import DescriptorError, DfxPackageError, ProgrammingError
 from juggle.fabric.linux.dfxmgr import (
     BASE_REGION,

@@ -26,7 +26,7 @@ from linux_support import KV_PART, SHELL_DTBO, SHELL_IMAGE, SIHA, juggle_round_t
 from typer.testing import CliRunner
 
 import juggle
-from juggle.cli import app
+from juggle.commands.cli import app
 from juggle.errors import DfxPackageError
 from juggle.fabric import Fabric, open_fabric
 from juggle.fabric.bitstream import build_vendor_bit, to_bin

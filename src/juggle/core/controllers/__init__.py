@@ -21,7 +21,7 @@ from juggle.core.controllers.foreground import ForegroundController
 from juggle.core.controllers.hookspecs import ControllerSpec, hookimpl, hookspec
 from juggle.core.controllers.manual import ManualController
 from juggle.core.controllers.oracle import OracleController, OraclePhase, plan_phases
-from juggle.core.controllers.registry import (
+from juggle.core.controllers.plugins import (
     ENTRY_POINT_GROUP,
     ControllerRegistry,
     available_controllers,

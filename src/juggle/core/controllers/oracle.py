@@ -17,7 +17,7 @@ before the traffic starts:
 
 A scenario that can evaluate plans on its own model (the edge router) gives the oracle every
 plan it knows and keeps the fastest, so the oracle is at least as fast as every policy whose
-timeline it was given (see :func:`juggle.simulate.edge_router.run_oracle`). Other controllers
+timeline it was given (see :func:`juggle.simulate.router.experiments.run_oracle`). Other controllers
 cannot know the future; this one shows how far from the best known plan they are.
 """
 

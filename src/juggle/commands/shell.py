@@ -51,7 +51,7 @@ _COMMAND_ORDER = (
     "quit",
 )
 
-log = logging.getLogger("juggle.shell")
+log = logging.getLogger("juggle.commands.shell")
 
 
 class _UsageError(Exception):

@@ -4,7 +4,7 @@
 prints one JSON document (``runs`` → ``SW``/``HW``/``SW+HW`` → ``sort_ms``, ``merge_ms``,
 ``verified``, …; ``labels`` give each figure its kind, ``how`` how it was obtained), otherwise
 a table whose caption says which figures are measured or modeled.
-``--plot FILE.png`` draws the result as stacked bars (:mod:`juggle.simulate.sort_plot`),
+``--plot FILE.png`` draws the result as stacked bars (:mod:`juggle.simulate.reconos.plot`),
 announced as ``wrote FILE.png`` on stderr (with ``--json``: under ``files``). A transient
 progress bar on stderr counts the sorted chunks unless ``--json`` or ``--quiet``.
 """
@@ -19,10 +19,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from juggle.clierror import fail
+from juggle.commands.output import announce, fail
+from juggle.commands.progressbar import progress_bar
 from juggle.errors import ConfigurationError, HwThreadArgumentError
-from juggle.hwthreads.sort import RUN_NAMES, run_sort
-from juggle.simulate.plot_files import announce, check_png, progress_bar
+from juggle.simulate.plot_files import check_png
+from juggle.simulate.reconos.sort import RUN_NAMES, run_sort
 
 
 def _table(result: dict[str, Any]) -> Table:
@@ -83,7 +84,7 @@ def register(simulate_app: typer.Typer) -> None:
             with progress_bar("sort", silent=json_output or quiet) as progress:
                 result = run_sort(size, chunks, seed, progress=progress)
             if plot is not None:
-                from juggle.simulate.sort_plot import plot_sort
+                from juggle.simulate.reconos.plot import plot_sort
 
                 plot_sort(result, plot)
         except HwThreadArgumentError as exc:

@@ -10,10 +10,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from juggle.bench.oscall import register, simulate_document
+from juggle.commands.simulate.oscall import register, simulate_document
 from juggle.errors import HwThreadArgumentError
 from juggle.hwthreads import HwTiming
-from juggle.hwthreads.ecos_model import (
+from juggle.simulate.reconos.ecos import (
     CALIBRATION,
     CELLS,
     COSTS,

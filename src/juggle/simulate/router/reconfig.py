@@ -15,7 +15,7 @@ from typing import Any
 
 import simpy
 
-from juggle.core.regionfsm import RegionState
+from juggle.core.regionfsm import RegionPhase
 from juggle.errors import ConfigurationError, RegionBusyError
 
 __all__ = ["PartStatistics", "ReconfigurablePart"]
@@ -66,11 +66,11 @@ class ReconfigurablePart:
         self.reconfiguring_us = 0.0
 
     @property
-    def state(self) -> RegionState:
+    def state(self) -> RegionPhase:
         """Ker-ONE region state: RECONFIG while swapping, BUSY holding units, else IDLE."""
         if self.reconfiguring:
-            return RegionState.RECONFIG
-        return RegionState.BUSY if self.holds is not None else RegionState.IDLE
+            return RegionPhase.RECONFIG
+        return RegionPhase.BUSY if self.holds is not None else RegionPhase.IDLE
 
     def reprogram(
         self, env: simpy.Environment, kind: str | None

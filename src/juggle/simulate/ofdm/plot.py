@@ -22,8 +22,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from juggle.errors import ConfigurationError
-from juggle.simulate.ofdm import OfdmResult
-from juggle.simulate.ofdm_shell import Interval, Timeline
+from juggle.simulate.ofdm.experiment import OfdmResult
+from juggle.simulate.ofdm.shell import Interval, Timeline
 from juggle.simulate.plot_files import check_png, save_png
 
 __all__ = ["DEFAULT_SPAN_MS", "figure_ofdm", "plot_ofdm", "window_us"]
@@ -183,7 +183,7 @@ def plot_ofdm(
     span_ms: float = DEFAULT_SPAN_MS,
 ) -> Path:
     """Write the allocation timeline of ``result`` (from
-    :func:`~juggle.simulate.ofdm.run_ofdm`) as a PNG.
+    :func:`~juggle.simulate.ofdm.experiment.run_ofdm`) as a PNG.
 
     Raises :class:`~juggle.errors.ConfigurationError` naming the path or value for a bad
     path (:func:`~juggle.simulate.plot_files.check_png`), a bad window, or a result without

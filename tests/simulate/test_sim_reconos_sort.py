@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from typer.testing import CliRunner
 
+from juggle.commands.simulate.sort import register
 from juggle.errors import HwThreadArgumentError
-from juggle.hwthreads.cli_sort import register
-from juggle.hwthreads.sort import (
+from juggle.simulate.reconos.sort import (
     NetworkCounts,
     SortHardware,
     merge_runs,

@@ -64,7 +64,7 @@ from juggle.hwthreads._thread import (
     ThreadDescription,
     ThreadState,
     ThreadStatistics,
-    Tier,
+    ThreadTier,
 )
 from juggle.hwthreads._timing import HwTiming
 
@@ -263,7 +263,7 @@ def _validate(size: int, chunks: int) -> int:
 
 
 def _run_once(
-    tiers: tuple[Tier, ...],
+    tiers: tuple[ThreadTier, ...],
     data: npt.NDArray[np.uint32],
     chunk_words: int,
     slots: SlotProvider,
@@ -281,7 +281,7 @@ def _run_once(
     workers: list[_Worker] = []
     for index, tier in enumerate(tiers):
         jobs: Mailbox[int] = Mailbox(1, name=f"jobs{index}")
-        create = runtime.create_hw if tier is Tier.HARDWARE else runtime.create_sw
+        create = runtime.create_hw if tier is ThreadTier.HARDWARE else runtime.create_sw
         workers.append(_Worker(create(SORT_THREAD, [jobs, done, memory], init), jobs))
     addresses = [i * chunk_words * WORD_BYTES for i in range(size // chunk_words)]
     try:
@@ -310,7 +310,7 @@ def _run_once(
 
 
 def _report(
-    tiers: tuple[Tier, ...],
+    tiers: tuple[ThreadTier, ...],
     workers: list[_Worker],
     latest: _Worker,
     timing: HwTiming,
@@ -320,8 +320,8 @@ def _report(
 ) -> dict[str, Any]:
     """One run's figures; ``latest`` is the worker whose timeline ends last (the sort time)."""
     stats = {tier: w.thread.statistics() for tier, w in zip(tiers, workers, strict=True)}
-    hw = stats.get(Tier.HARDWARE)
-    sw = stats.get(Tier.SOFTWARE)
+    hw = stats.get(ThreadTier.HARDWARE)
+    sw = stats.get(ThreadTier.SOFTWARE)
     chunks = {tier: w.chunks for tier, w in zip(tiers, workers, strict=True)}
     sort_measured_ms = latest.measured_ns / 1e6
     sort_modeled_ms = timing.seconds(latest.modeled_cycles) * 1e3
@@ -334,8 +334,8 @@ def _report(
         "merge_ms": merge_ms,
         "total_ms": sort_ms + merge_ms,
         "verified": verified,
-        "chunks_sw": chunks.get(Tier.SOFTWARE, 0),
-        "chunks_hw": chunks.get(Tier.HARDWARE, 0),
+        "chunks_sw": chunks.get(ThreadTier.SOFTWARE, 0),
+        "chunks_hw": chunks.get(ThreadTier.HARDWARE, 0),
         "sw_sort_measured_ms": 0.0 if sw is None else sw.measured_ns / 1e6,
         "hw_sort_modeled_ms": 0.0 if hw is None else timing.seconds(hw.modeled_cycles) * 1e3,
         "hw_oscall_measured_ms": 0.0 if hw is None else hw.measured_ns / 1e6,
@@ -346,10 +346,10 @@ def _report(
     }
 
 
-def _labels(tiers: tuple[Tier, ...]) -> dict[str, str]:
+def _labels(tiers: tuple[ThreadTier, ...]) -> dict[str, str]:
     """Each figure's kind. A sum with a modeled part is modeled, never measured: the split
     ``sort_measured_ms`` / ``sort_modeled_ms`` shows how much of it was measured."""
-    software_only = tiers == (Tier.SOFTWARE,)
+    software_only = tiers == (ThreadTier.SOFTWARE,)
     timeline = "measured" if software_only else "modeled"
     return {
         "sort_ms": timeline,
@@ -367,12 +367,12 @@ def _labels(tiers: tuple[Tier, ...]) -> dict[str, str]:
     }
 
 
-def _how(tiers: tuple[Tier, ...]) -> dict[str, str]:
+def _how(tiers: tuple[ThreadTier, ...]) -> dict[str, str]:
     """How each figure of a run was obtained (the text behind :func:`_labels`)."""
-    if tiers == (Tier.SOFTWARE,):
+    if tiers == (ThreadTier.SOFTWARE,):
         sort = "the software sort thread's wall-clock time (work + OS calls), chunk by chunk"
         chunks = "all chunks go to the one software worker"
-    elif tiers == (Tier.HARDWARE,):
+    elif tiers == (ThreadTier.HARDWARE,):
         sort = (
             "modeled: the hardware sort thread's fabric cycles at the fabric clock (network, "
             "bursts, OSIF; sort_modeled_ms) plus the CPU side of its OS calls (delegate path), "
@@ -457,9 +457,9 @@ def run_sort(
     hardware = hardware if hardware is not None else SortHardware()
     data = np.random.default_rng(seed).integers(0, 2**32, size, dtype=np.uint32)
     plans = {
-        "SW": (Tier.SOFTWARE,),
-        "HW": (Tier.HARDWARE,),
-        "SW+HW": (Tier.SOFTWARE, Tier.HARDWARE),
+        "SW": (ThreadTier.SOFTWARE,),
+        "HW": (ThreadTier.HARDWARE,),
+        "SW+HW": (ThreadTier.SOFTWARE, ThreadTier.HARDWARE),
     }
     runs: dict[str, dict[str, Any]] = {}
     total = len(plans) * chunks

@@ -1,4 +1,5 @@
-"""Workloads: seeded, reproducible, with the stability, fluctuation and spikes asked for."""
+"""Edge-router traffic: seeded, reproducible, with the stability, fluctuation and spikes asked
+for."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from juggle.errors import ConfigurationError
-from juggle.simulate.workload import FlowMix, WorkloadSpec, canonical_mixes, generate_trace
+from juggle.simulate.router.traffic import FlowMix, TrafficSpec, canonical_mixes, generate_trace
 
 
-def spec(**changes: object) -> WorkloadSpec:
+def spec(**changes: object) -> TrafficSpec:
     base: dict[str, object] = {
         "duration_s": 0.1,
         "stability_s": 0.02,
@@ -21,7 +22,7 @@ def spec(**changes: object) -> WorkloadSpec:
         "mixes": canonical_mixes(),
     }
     base.update(changes)
-    return WorkloadSpec(**base)  # type: ignore[arg-type]
+    return TrafficSpec(**base)  # type: ignore[arg-type]
 
 
 def test_same_seed_same_trace_other_seed_other_trace() -> None:

@@ -1,4 +1,4 @@
-"""``juggle simulate ofdm``: the command that runs :func:`juggle.simulate.ofdm.run_ofdm`.
+"""``juggle simulate ofdm``: the command that runs :func:`juggle.simulate.ofdm.experiment.run_ofdm`.
 
 Without ``--json`` it prints rich tables (per path: modeled latency next to the measured
 decision cost, WCET per device, T_RCFG derived from bitstream sizes beside Table 5, the
@@ -6,7 +6,7 @@ real-time tenant's deadlines); with ``--json`` one JSON document on stdout whose
 for every key whether it is input, modeled or measured. ``--modeled-only`` leaves out every
 measured figure, so two runs with the same seed print identical documents.
 
-``--plot FILE.png`` draws the allocation timeline per region (:mod:`juggle.simulate.ofdm_plot`)
+``--plot FILE.png`` draws the allocation timeline per region (:mod:`juggle.simulate.ofdm.plot`)
 for a window of the run (``--plot-start-ms``, ``--plot-span-ms``) and says ``wrote FILE.png``
 on stderr (with ``--json``: under ``files`` in the document, labeled input). A transient
 progress bar on stderr follows the virtual time unless ``--json`` or ``--quiet``.
@@ -23,11 +23,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from juggle.clierror import fail
+from juggle.commands.output import announce, fail
+from juggle.commands.progressbar import progress_bar
 from juggle.errors import JuggleError
-from juggle.simulate.ofdm import OfdmConfig, run_ofdm
-from juggle.simulate.ofdm_shell import Timeline
-from juggle.simulate.plot_files import announce, check_png, progress_bar
+from juggle.simulate.ofdm.experiment import OfdmConfig, run_ofdm
+from juggle.simulate.ofdm.shell import Timeline
+from juggle.simulate.plot_files import check_png
 
 __all__ = ["register", "render", "render_rcfg"]
 
@@ -68,7 +69,7 @@ def ofdm(
     try:
         config = OfdmConfig(gp_fallback=gp_fallback)
         if plot is not None:
-            from juggle.simulate.ofdm_plot import window_us
+            from juggle.simulate.ofdm.plot import window_us
 
             check_png(plot)
             length = config.duration_s if duration is None else duration
@@ -82,7 +83,7 @@ def ofdm(
                 progress=progress,
             )
         if plot is not None:
-            from juggle.simulate.ofdm_plot import plot_ofdm
+            from juggle.simulate.ofdm.plot import plot_ofdm
 
             plot_ofdm(result, plot, start_ms=plot_start_ms, span_ms=plot_span_ms)
     except JuggleError as exc:

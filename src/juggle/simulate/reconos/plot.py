@@ -33,7 +33,7 @@ _RUNS = ("SW", "HW", "SW+HW")
 
 
 def figure_sort(result: dict[str, Any]) -> Figure:
-    """The figure of ``result`` (from :func:`~juggle.hwthreads.sort.run_sort`); the caller
+    """The figure of ``result`` (from :func:`~juggle.simulate.reconos.sort.run_sort`); the caller
     closes it. Its bars carry gids ``RUN:sort`` and ``RUN:merge``."""
     runs = result["runs"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))

@@ -1,9 +1,9 @@
-"""Seeded traffic for virtual-time scenarios: flow mixes, stability periods, fluctuation, spikes.
+"""Seeded traffic for the edge router: flow mixes, stability periods, fluctuation, spikes.
 
 Think of a radio playlist: the station plays one genre (a *flow mix*) for a while (the
 *stability period*), every song differs a little from the last (the *fluctuation*), and now and
 then a short jingle of another genre cuts in (a *spike*) before the genre returns. A
-:class:`WorkloadSpec` describes such a playlist; :func:`generate_trace` turns it, with a seed,
+:class:`TrafficSpec` describes such a playlist; :func:`generate_trace` turns it, with a seed,
 into a :class:`Trace`: one packet per line-rate slot, each tagged with its flow, plus the
 schedule of periods and spikes an oracle controller may read. The same spec and seed give the
 same trace, bit for bit (numpy ``Generator``, PCG64).
@@ -25,7 +25,7 @@ __all__ = [
     "Pace",
     "Segment",
     "Trace",
-    "WorkloadSpec",
+    "TrafficSpec",
     "canonical_mixes",
     "generate_trace",
 ]
@@ -76,7 +76,7 @@ Pace = Callable[[Sequence[float]], float]
 
 
 @dataclass(frozen=True, slots=True)
-class WorkloadSpec:
+class TrafficSpec:
     """The playlist: how long, how stable, how noisy, how spiky, at what line rate.
 
     ``stability_s`` is the length of a stability period; consecutive periods use different
@@ -144,13 +144,13 @@ class Segment:
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """The packets of one generated workload, in arrival order.
+    """The packets of one generated trace, in arrival order.
 
     ``flows[i]`` is packet i's flow; it arrives at ``arrival_us[i]`` microseconds.
     ``segments`` is the nominal schedule (what an oracle may know beforehand).
     """
 
-    spec: WorkloadSpec
+    spec: TrafficSpec
     seed: int
     flows: npt.NDArray[np.int8]
     arrival_us: npt.NDArray[np.float64]
@@ -172,7 +172,7 @@ class Trace:
         return float(self.arrival_us[-1]) if self.packets else 0.0
 
 
-def generate_trace(spec: WorkloadSpec, seed: int, pace: Pace | None = None) -> Trace:
+def generate_trace(spec: TrafficSpec, seed: int, pace: Pace | None = None) -> Trace:
     """Draw the packets of ``spec`` with ``seed``; equal inputs give equal traces.
 
     The schedule (periods, spikes, fluctuation intervals) is laid out in time; each interval
@@ -215,7 +215,7 @@ def generate_trace(spec: WorkloadSpec, seed: int, pace: Pace | None = None) -> T
 Stretch = tuple[float, float, int, bool]
 
 
-def _schedule(spec: WorkloadSpec, rng: np.random.Generator) -> list[Stretch]:
+def _schedule(spec: TrafficSpec, rng: np.random.Generator) -> list[Stretch]:
     """Stability periods with their spikes cut in: (start, end, mix index, is spike)."""
     periods = math.ceil(spec.duration_s / spec.stability_s - 1e-9)
     out: list[Stretch] = []
@@ -239,7 +239,7 @@ def _other(rng: np.random.Generator, k: int, not_this: int) -> int:
 
 
 def _spike_starts(
-    spec: WorkloadSpec, rng: np.random.Generator, start: float, end: float
+    spec: TrafficSpec, rng: np.random.Generator, start: float, end: float
 ) -> list[float]:
     """Starts of non-overlapping spikes, spread over the period (one per equal slot)."""
     k = spec.spikes_per_period
@@ -265,7 +265,7 @@ def _cut(stretches: list[Stretch], a: float, b: float, mix: int) -> list[Stretch
 
 
 def _intervals(
-    spec: WorkloadSpec, rng: np.random.Generator, stretches: Sequence[Stretch]
+    spec: TrafficSpec, rng: np.random.Generator, stretches: Sequence[Stretch]
 ) -> tuple[
     npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.float64]
 ]:

@@ -22,8 +22,8 @@ for while the part is being reconfigured (the region is busy) is refused and cou
 
 How it runs: SimPy carries the events (control ticks, reconfiguration start and end); between
 two events the packet pipeline is advanced in fixed steps by the fluid-with-whole-packets
-model of :mod:`juggle.simulate.units`, with prefix sums over the trace so a step costs the same
-whatever number of packets it moves. Every calibration assumption is listed in
+model of :mod:`juggle.simulate.router.units`, with prefix sums over the trace so a step costs
+the same whatever number of packets it moves. Every calibration assumption is listed in
 ``docs/edge-router.md`` and in the ``[scenario]`` table of the ``virtex4-router`` profile.
 """
 
@@ -58,8 +58,8 @@ from juggle.errors import (
     TierUnavailableError,
 )
 from juggle.fabric.profiles import BoardProfile, load_profile
-from juggle.simulate.reconfig import ReconfigurablePart
-from juggle.simulate.units import CoprocessorPool, Fifo, ProcessorPool, service_us
+from juggle.simulate.router.reconfig import ReconfigurablePart
+from juggle.simulate.router.units import CoprocessorPool, Fifo, ProcessorPool, service_us
 
 __all__ = [
     "FLOWS",

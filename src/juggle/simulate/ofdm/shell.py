@@ -37,7 +37,7 @@ from juggle.core.actions import (
 from juggle.core.allocator import Allocator
 from juggle.core.execute import execute
 from juggle.core.tenants import SignalKind
-from juggle.simulate.kerone import PATH_US
+from juggle.simulate.ofdm.costs import PATH_US
 
 __all__ = ["Allocation", "Interval", "OfdmFabric", "Preemption", "Timeline"]
 

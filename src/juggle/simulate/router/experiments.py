@@ -33,12 +33,19 @@ import numpy.typing as npt
 
 from juggle.core.controllers.base import Controller, JuggleAction, StatsSnapshot
 from juggle.core.controllers.oracle import CostModel, OraclePhase, TimedJuggles
-from juggle.core.controllers.registry import ControllerRegistry, default_registry
+from juggle.core.controllers.plugins import ControllerRegistry, default_registry
 from juggle.errors import ConfigurationError
 from juggle.fabric.profiles import BoardProfile
-from juggle.simulate.plot_files import Progress, check_png
-from juggle.simulate.router import KINDS, RouterModel, RouterRun, RouterSim, load_router_model
-from juggle.simulate.workload import FlowMix, Trace, WorkloadSpec, canonical_mixes, generate_trace
+from juggle.progress import Progress
+from juggle.simulate.plot_files import check_png
+from juggle.simulate.router.model import KINDS, RouterModel, RouterRun, RouterSim, load_router_model
+from juggle.simulate.router.traffic import (
+    FlowMix,
+    Trace,
+    TrafficSpec,
+    canonical_mixes,
+    generate_trace,
+)
 
 __all__ = [
     "DEFAULT_POLICIES",
@@ -159,7 +166,7 @@ def run_edge_router(
             progress,
         )
     if plot is not None:
-        from juggle.simulate.edge_router_plot import plot_result
+        from juggle.simulate.router.plot import plot_result
 
         plot_result(result, Path(plot))
     return result
@@ -428,7 +435,7 @@ def figure_trace(
     """The paced trace of one point of a figure (duration times ``scale``)."""
     stability_ms = setup.stability_ms(x)
     mixes = canonical_mixes()
-    spec = WorkloadSpec(
+    spec = TrafficSpec(
         duration_s=setup.duration_s(x) * scale,
         stability_s=stability_ms / 1e3,
         line_rate_pps=_best_pps(model, FlowMix.percent(1, 1, 1).shares),

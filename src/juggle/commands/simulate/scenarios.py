@@ -6,18 +6,21 @@ from collections.abc import Callable
 
 import typer
 
+__all__ = ["Register", "register_all", "scenarios"]
+
 Register = Callable[[typer.Typer], None]
 
 
 def scenarios() -> list[Register]:
     """The ``register(simulate_app)`` functions of every scenario area."""
-    from juggle.bench.oscall import register as oscall
-    from juggle.hwthreads.cli_sort import register as sort
-    from juggle.simulate.cli_router import register as router
-    from juggle.simulate.ofdm_cli import register as ofdm
-    from juggle.simulate.thumbpod import register as thumbpod
+    from juggle.commands.simulate.ofdm import register as ofdm
+    from juggle.commands.simulate.oscall import register as oscall
+    from juggle.commands.simulate.router import register as router
+    from juggle.commands.simulate.sort import register as sort
+    from juggle.commands.simulate.tdes import register as tdes
+    from juggle.commands.simulate.thumbpod import register as thumbpod
 
-    return [router, ofdm, sort, thumbpod, oscall]
+    return [router, tdes, ofdm, sort, thumbpod, oscall]
 
 
 def register_all(simulate_app: typer.Typer) -> None:

@@ -36,7 +36,8 @@ from juggle.core.taskindex import TaskIndex
 from juggle.core.tenants import DeviceState, ProgrammingModel
 from juggle.errors import ConfigurationError
 from juggle.fabric.profiles import load_profile
-from juggle.simulate.kerone import (
+from juggle.progress import Progress
+from juggle.simulate.ofdm.costs import (
     KERNEL_US,
     PATH_US,
     T_SW_US,
@@ -45,9 +46,8 @@ from juggle.simulate.kerone import (
     derive_t_rcfg,
     wcet,
 )
-from juggle.simulate.ofdm_dsp import measure_software
-from juggle.simulate.ofdm_shell import Allocation, OfdmFabric, Timeline
-from juggle.simulate.plot_files import Progress
+from juggle.simulate.ofdm.dsp import measure_software
+from juggle.simulate.ofdm.shell import Allocation, OfdmFabric, Timeline
 
 __all__ = ["OfdmConfig", "OfdmResult", "run_ofdm"]
 

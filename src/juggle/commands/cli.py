@@ -1,0 +1,258 @@
+"""The ``juggle`` command line. Every command takes ``--json`` and then prints one JSON document.
+
+This module assembles the typer app from the command modules beside it and runs it
+(:func:`main`, the ``juggle`` console script); the operator commands against a running daemon
+(``--connect``) are here too. Commands read snapshots and send commands through the public API
+only (ARCHITECTURE principle 6); errors are printed as one line naming the bad value, with exit
+status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from juggle.commands.bench import bench
+from juggle.commands.demo import demo
+from juggle.commands.module import module_app
+from juggle.commands.output import JsonOpt, emit_json, fail
+from juggle.commands.profile import register as register_profile
+from juggle.errors import JuggleError
+
+__all__ = ["app", "main", "simulate_app"]
+
+app = typer.Typer(
+    name="juggle",
+    help="Co-manage software, native and FPGA implementations of services.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+simulate_app = typer.Typer(
+    help="Virtual-time experiments of the seed papers.", no_args_is_help=True
+)
+app.add_typer(simulate_app, name="simulate")
+app.add_typer(module_app, name="module")
+register_profile(app)
+app.command()(demo)
+app.command()(bench)
+
+
+@app.command()
+def shell(
+    fabric: Annotated[str, typer.Option(help="Board profile.")] = "xupv2p",
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Answer each command with one JSON line.")
+    ] = False,
+) -> None:
+    """Interactive: install/start/stop/services/regions/juggle/stats."""
+    from juggle.commands.shell import run_shell
+
+    raise typer.Exit(run_shell(fabric=fabric, json_lines=json_out))
+
+
+@app.command()
+def dashboard(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8321,
+    module: Annotated[
+        list[Path] | None, typer.Option(help="Module to install and start (repeatable).")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the URL as one JSON document, then serve.")
+    ] = False,
+    workload: Annotated[
+        str | None,
+        typer.Option(
+            help="demo: install the demo's services, run the foreground controller and keep "
+            "calling them (the page's workload switch does the same)."
+        ),
+    ] = None,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log", help="Log one line per HTTP request (off: the page polls every second)."
+        ),
+    ] = False,
+) -> None:
+    """Live web view of services, regions and statistics (with Prometheus metrics)."""
+    from juggle.dashboard.app import serve
+
+    def ready(url: str) -> None:
+        base = url.split("#", 1)[0]
+        if json_out:
+            emit_json({"url": url, "metrics": f"{base}metrics", "api": f"{base}api/services"})
+            sys.stdout.flush()
+        else:
+            Console(stderr=True).print(
+                f"dashboard: {url} (the #token part lets the page change state)"
+            )
+
+    if workload not in (None, "demo"):
+        raise typer.BadParameter(f'"--workload" must be demo, got {workload!r}')
+    serve(
+        host=host,
+        port=port,
+        modules=module or [],
+        on_ready=ready,
+        workload=bool(workload),
+        access_log=access_log,
+    )
+
+
+ConnectOpt = Annotated[
+    Path | None,
+    typer.Option("--connect", help="Operate the juggle daemon listening on this socket."),
+]
+
+
+DaemonUidOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--daemon-uid",
+        help="With --connect: the uid (or user name) the daemon must run as; a process of "
+        "another uid on the socket is refused before anything is sent (default: "
+        "$JUGGLE_DAEMON_UID, else root or the socket folder's owner).",
+    ),
+]
+
+
+@app.callback()
+def _root(ctx: typer.Context, connect: ConnectOpt = None, daemon_uid: DaemonUidOpt = None) -> None:
+    """Co-manage software, native and FPGA implementations of services."""
+    if daemon_uid is not None:
+        import os
+
+        from juggle.daemon.client import DAEMON_UID_ENV, expected_daemon_uid
+
+        os.environ[DAEMON_UID_ENV] = str(expected_daemon_uid(daemon_uid))
+    ctx.obj = {"connect": connect}
+
+
+def _remote(ctx: typer.Context, command: str, **arguments: Any) -> None:
+    """Run ``command`` on the daemon given with --connect and print its JSON result."""
+    from juggle.commands.remote import run_remote
+
+    path = (ctx.obj or {}).get("connect")
+    if path is None:
+        raise typer.BadParameter(f"{command!r} operates a running daemon: give --connect PATH")
+    emit_json(run_remote(path, command, **arguments))
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def daemon(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Run the juggle daemon (--socket PATH --state DIR [--fabric] [--backend linux]
+    [--backend-option KEY=VALUE]... [--policy FILE]; --help)."""
+    from juggle.daemon.__main__ import main as daemon_main
+
+    del json_out  # the daemon logs; it prints no document
+    raise typer.Exit(daemon_main(ctx.args))
+
+
+@app.command()
+def services(ctx: typer.Context, json_out: JsonOpt = True) -> None:
+    """Services of the daemon (with --connect)."""
+    _remote(ctx, "services")
+
+
+@app.command()
+def regions(ctx: typer.Context, json_out: JsonOpt = True) -> None:
+    """Regions of the daemon's fabric (with --connect)."""
+    _remote(ctx, "regions")
+
+
+@app.command()
+def tenants(ctx: typer.Context, json_out: JsonOpt = True) -> None:
+    """Tenants of the daemon (with --connect; a tenant sees itself)."""
+    _remote(ctx, "tenants")
+
+
+@app.command()
+def stats(ctx: typer.Context, service_id: int, json_out: JsonOpt = True) -> None:
+    """Call statistics of SERVICE_ID (with --connect)."""
+    _remote(ctx, "stats", service_id=service_id)
+
+
+@app.command("juggle")
+def juggle_command(
+    ctx: typer.Context,
+    to_hardware: Annotated[int | None, typer.Option("--to-hardware")] = None,
+    to_software: Annotated[list[int] | None, typer.Option("--to-software")] = None,
+    json_out: JsonOpt = True,
+) -> None:
+    """Juggle services in the daemon (with --connect; admin)."""
+    _remote(ctx, "juggle", to_hardware=to_hardware, to_software=to_software or [])
+
+
+@app.command()
+def tier(ctx: typer.Context, service_id: int, tier: str, json_out: JsonOpt = True) -> None:
+    """Serve SERVICE_ID from TIER in the daemon (with --connect; admin)."""
+    _remote(ctx, "tier", service_id=service_id, tier=tier)
+
+
+@app.command()
+def recover(ctx: typer.Context, region: str, json_out: JsonOpt = True) -> None:
+    """Clear quarantined REGION in the daemon and put its service back (with --connect;
+    admin; the daemon logs an audit line)."""
+    _remote(ctx, "recover", region=region)
+
+
+board_app = typer.Typer(
+    help="A real board under Linux: check what its kernel shows.", no_args_is_help=True
+)
+app.add_typer(board_app, name="board")
+
+
+@board_app.command("check")
+def board_check(
+    fabric: Annotated[str, typer.Option("--fabric", help="Board profile name or path.")] = "kv260",
+    backend_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--backend-option",
+            metavar="KEY=VALUE",
+            help="An option of the linux backend, repeatable (root=DIR, manager=fpgaN, "
+            "load=overlay|sysfs, firmware_dir=DIR, dfxmgrd=SOCKET).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """What the board's kernel shows (manager, shell, slots, overlays, bridges, UIO), what is
+    missing and what juggle would do; changes nothing. Exit status 1 when something is
+    missing."""
+    from juggle.fabric.linux.check import backend_options, examine, render_text
+    from juggle.fabric.profiles import load_profile
+
+    profile = load_profile(fabric)
+    report = examine(profile, **backend_options(backend_option or [], "linux"))
+    if json_out:
+        emit_json(report.to_json())
+    else:
+        sys.stdout.write(render_text(report) + "\n")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _register_scenarios() -> None:
+    from juggle.commands.simulate.scenarios import register_all
+
+    register_all(simulate_app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    _register_scenarios()
+    try:
+        app()
+    except JuggleError as exc:
+        try:
+            fail(exc, "--json" in sys.argv[1:])
+        except typer.Exit as done:
+            raise SystemExit(done.exit_code) from exc

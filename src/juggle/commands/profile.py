@@ -1,0 +1,117 @@
+"""``juggle profile MODULE_OR_SERVICE``: every tier of a service on the same inputs, the
+results compared and the cost of one call split into interface and core
+(:func:`~juggle.profile.profile_service`), as tables or one JSON document."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from juggle.commands.output import fail
+from juggle.errors import JuggleError
+from juggle.profile import profile_service
+
+__all__ = ["profile", "register", "render_profile"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``profile`` command to the ``juggle`` app."""
+    app.command("profile")(profile)
+
+
+def profile(
+    target: Annotated[
+        str, typer.Argument(help="Module path, or a shipped module's or interface's name.")
+    ],
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    filter: Annotated[
+        str | None, typer.Option("--filter", help='LDAP filter, e.g. "(algorithm=aes)".')
+    ] = None,
+    fabric: Annotated[str, typer.Option(help="Board profile.")] = "xupv2p",
+    seed: Annotated[int, typer.Option(help="Seed of the random inputs.")] = 1,
+    vectors: Annotated[int, typer.Option(help="Random checked calls per method.")] = 8,
+    size: Annotated[
+        int | None, typer.Option(help="Bytes per call for buffer services (default: a block).")
+    ] = None,
+    rounds: Annotated[int, typer.Option(help="Timing rounds (the best is kept).")] = 5,
+    round_ms: Annotated[float, typer.Option(help="Length of one timing round, ms.")] = 5.0,
+) -> None:
+    """Run the same inputs at every tier of a service: do the results agree, and what does
+    one call cost, split into interface and core (ThumbPod's refinement step)."""
+    try:
+        doc = profile_service(
+            target,
+            fabric=fabric,
+            filter=filter,
+            seed=seed,
+            vectors=vectors,
+            size=size,
+            rounds=rounds,
+            round_ms=round_ms,
+        )
+    except JuggleError as exc:
+        fail(exc, json_out)
+    if json_out:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        render_profile(doc, Console())
+    if not doc["agree"]:
+        raise typer.Exit(1)
+
+
+def _us(value: object) -> str:
+    return "-" if value is None else f"{float(value):,.2f}"  # type: ignore[arg-type]
+
+
+def render_profile(doc: Mapping[str, Any], console: Console) -> None:
+    """Print a profile: per service a table of tiers (interface parts, core, total, gain)."""
+    for service in doc["services"]:
+        module = service["module"] or "no module"
+        name = f"{service['interface']} ({module}, id {service['service_id']})"
+        table = Table(title=f"{name}: one {service['workload']['timed']}, µs")
+        for column in (
+            "tier",
+            "proxy",
+            "runtime",
+            "driver",
+            "bus",
+            "core",
+            "total",
+            "gain",
+            "total is",
+        ):
+            table.add_column(column, justify="left" if column in ("tier", "total is") else "right")
+        for tier, cost in service["tiers"].items():
+            if "error" in cost:
+                table.add_row(tier, *["-"] * 7, cost["error"][:40])
+                continue
+            parts = cost["interface"]
+            table.add_row(
+                tier,
+                _us(parts.get("proxy_us")),
+                _us(parts.get("runtime_us")),
+                _us(parts.get("driver_us")),
+                _us(parts.get("bus_us")),
+                _us(cost["core"].get("us")),
+                _us(cost["total_us"]),
+                f"{cost['gain']:.1f}x",
+                cost["labels"]["total_us"],
+            )
+        console.print(table)
+        verdict = "[green]agree[/green]" if service["agree"] else "[red]DISAGREE[/red]"
+        console.print(
+            f"{verdict}: {service['workload']['checks']} checked calls at "
+            f"{', '.join(service['tiers'])}; gain over the slowest tier ({service['slowest_tier']})"
+        )
+        for problem in service["disagreements"]:
+            console.print(f"  {problem}")
+    console.print(
+        "proxy, runtime, driver: measured on this machine; bus and core: modeled on the "
+        f"simulated {doc['fabric']} fabric clock (hardware totals are modeled sums)"
+    )

@@ -45,7 +45,7 @@ from juggle.runtime.framework import (
     ServiceStatistics,
 )
 from juggle.runtime.modules import ModuleSnapshot
-from juggle.runtime.tenants import TenantSignal, TenantSnapshot
+from juggle.runtime.signals import TenantSignal, TenantSnapshot
 
 # -- frames -----------------------------------------------------------------------------------
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from juggle.bench import TARGETS, render_bench, run_bench
+from juggle.bench import TARGETS, run_bench
+from juggle.commands.bench import render_bench
 from juggle.fabric.profiles import load_profile
 from juggle.services.crypto import TdesDriver
 

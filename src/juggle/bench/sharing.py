@@ -241,6 +241,8 @@ def context_switch(quick: bool = False) -> dict[str, float]:
             if not isinstance(device, HardwareDevice) or binding_impl(b) is device:
                 raise RuntimeError("the two consumers do not have virtual devices of their own")
             core = device.core
+            if core is None:
+                raise RuntimeError(f"{device!r} is bound to no core")
             window = fw.fabric.window(report.region)
             if not isinstance(window, SimWindow):
                 raise RuntimeError(f"not a simulated window: {window!r}")

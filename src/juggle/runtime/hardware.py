@@ -10,15 +10,21 @@ the driver's register accesses, so they work on every backend. A driver that dec
 gets the next owner's recorded state-setting calls (``load_key``) replayed instead. A shared
 service has one virtual device, so its core never switches.
 
+This is the one device model of the runtime. A juggle-placed service's devices are bound to
+the core the juggle programmed. A tenant-arbitrated service's devices are :class:`GatedDevice`
+instances: the tenant arbiter (:mod:`juggle.runtime.tenancy`) decides only *when* a device
+holds a region's core (its gate connects it before a call and marks the call's end, the
+consistency point); the call itself is the same :meth:`HardwareDevice._call`.
+
 The driver sees a :class:`GuardedWindow`, the runtime's MMIO in front of the fabric's: it lets
 the runtime cut a quarantined core off the bus and stops a driver that polls a core that never
 finishes (no register written for ``call_timeout_s``) with :class:`CoreTimeoutError`.
 
 A hardware call that hangs or raises (anything but the consumer's own argument or state error)
-is a *fault*: the core is quarantined, the framework is told (it marks the region ERROR and moves
+is a *fault*: the core is quarantined, its host is told (it marks the region ERROR and moves
 the service to software), and the call runs again on the virtual device's software twin, brought
 to the consumer's state first, so the consumer sees no failure. A service without a software
-tier raises :class:`HardwareFaultError` instead.
+tier raises :class:`HardwareFaultError` instead, naming the service and the region.
 
 Calls are also *verified*: run on the twin too and compared; a mismatch is a fault, and the
 consumer gets the software result. Which calls is a :class:`VerifySchedule` of the core, by
@@ -27,7 +33,7 @@ thinning out geometrically down to one call in ``verify_sample``; a core that fo
 mismatch of its service warms up longer. A call is sampled, run and checked while it holds the
 core, so no later call reaches a core before the check of an earlier one has quarantined it:
 a core turning to garbage hands out at most ``verify_sample - 1`` wrong results, none during
-a warm-up.
+a warm-up. (A service without a software tier has nothing to compare with: it is not verified.)
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ from juggle.runtime.proxy import StateRecord, has_context
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",
+    "DeviceGate",
+    "GatedDevice",
     "GuardedWindow",
     "HardwareCore",
     "HardwareDevice",
@@ -81,21 +89,24 @@ def has_core_context(driver: object) -> bool:
 class GuardedWindow:
     """The MMIO a driver gets: the fabric window of its region, behind the runtime's guard.
 
-    Accesses pass through until :meth:`cut` (then they raise
-    :class:`~juggle.errors.RegionEmptyError`). While a driver only reads (polls) for longer
-    than ``timeout_s`` without writing, the next read raises
+    Accesses pass through to the window it is attached to. :meth:`detach` unbinds it (its
+    core left the region: accesses raise :class:`~juggle.errors.RegionEmptyError` until
+    :meth:`attach`); :meth:`cut` takes it off the bus for good (a quarantined core: every later
+    access raises, and it cannot be attached again). While a driver only reads (polls) for
+    longer than ``timeout_s`` without writing, the next read raises
     :class:`~juggle.errors.CoreTimeoutError`: a core that never finishes cannot hold a caller.
     """
 
     __slots__ = ("_reads", "_since", "_target", "_why", "region", "timeout_s")
 
     def __init__(self, target: MMIO, region: str, timeout_s: float) -> None:
-        self._target: MMIO | None = target
+        self._target: MMIO | None = None
         self.region = region
         self.timeout_s = timeout_s
         self._reads = 0
         self._since = 0.0
-        self._why = ""
+        self._why = ""  # why it was cut ("": it was not)
+        self.attach(target)
 
     @property
     def size(self) -> int:
@@ -105,9 +116,11 @@ class GuardedWindow:
     def _live(self) -> MMIO:
         target = self._target
         if target is None:
-            raise RegionEmptyError(
-                f"region {self.region!r} is cut off by the runtime: {self._why}", self.region
-            )
+            if self._why:
+                why = f"is cut off by the runtime: {self._why}"
+            else:
+                why = "is not attached to its window (the core left the region)"
+            raise RegionEmptyError(f"the core of region {self.region!r} {why}", self.region)
         return target
 
     def read32(self, offset: int) -> int:
@@ -139,9 +152,21 @@ class GuardedWindow:
                 self.region,
             )
 
+    def attach(self, target: MMIO) -> None:
+        """Pass accesses to ``target`` (the region's fabric window) from now on; the poll
+        clock restarts. Raises :class:`~juggle.errors.RegionEmptyError` for a cut window."""
+        if self._why:
+            self._live()
+        self._reads = 0
+        self._target = target
+
+    def detach(self) -> None:
+        """Stop passing accesses on: they raise until :meth:`attach` (a cut window stays cut)."""
+        self._target = None
+
     def cut(self, why: str) -> None:
-        """Take the core off the bus for good: every later access raises."""
-        self._why = why
+        """Take the core off the bus for good: every later access raises, naming ``why``."""
+        self._why = why or "quarantined"
         self._target = None
 
 
@@ -254,7 +279,9 @@ class HardwareHost(Protocol):
         ...
 
     def hardware_fault(self, core: HardwareCore, reason: str) -> None:
-        """``core`` failed: quarantine it and move the service to software."""
+        """``core`` failed a call for ``reason``: quarantine it (cut off the bus at once) and
+        have the fault contained off the calling thread (the region to ERROR, a service with
+        software moved there)."""
         ...
 
     def count(self, what: str) -> None:
@@ -349,6 +376,20 @@ class HardwareCore:
         self.owner = device
         self.switches += 1
 
+    def save(self, device: HardwareDevice) -> bytes:
+        """``device``'s context for its interface while it is disconnected (Ker-ONE's save):
+        read with the driver's ``save_context()`` when ``device`` owns the core (it becomes
+        ``device.context`` too), else the context ``device`` was last given (``b""``: none).
+        A driver without context routines saves nothing (the device's recorded state-setting
+        calls are replayed instead), nor does a quarantined core (it cannot be trusted).
+        Raises what the driver's ``save_context`` raises."""
+        with self.lock:
+            if not self.saves_context or self.fault is not None:
+                return b""
+            if self.owner is device:
+                device.context = bytes(self.driver.save_context())
+            return device.context or b""
+
     def quarantine(self, reason: str) -> bool:
         """Mark the core faulty and cut it off; False if it already was."""
         if self.fault is not None:
@@ -388,9 +429,11 @@ class HardwareDevice:
     """One consumer's virtual device of a hardware service (the whole service's, if shared).
 
     Its methods are the interface's (a subclass per interface adds them); each runs on the
-    :class:`HardwareCore` with this device's context, falling back to software on a fault.
-    ``context`` is the saved core context (None: never saved); ``record`` the state-setting
-    calls of the consumer (of the service, if shared).
+    :class:`HardwareCore` ``core`` with this device's context, falling back to software on a
+    fault. ``core`` is None while the device is connected to no region (a call then raises
+    :class:`~juggle.errors.RegionEmptyError`). ``context`` is the saved core context (None:
+    never saved, or to be rebuilt by replaying ``record``); ``record`` the state-setting calls
+    of the consumer (of the service, if shared).
     """
 
     __slots__ = ("_twin", "_twin_version", "consumer", "context", "core", "host", "record")
@@ -399,7 +442,7 @@ class HardwareDevice:
     state_methods: frozenset[str] = frozenset()
 
     def __init__(
-        self, host: HardwareHost, core: HardwareCore, consumer: str, record: StateRecord
+        self, host: HardwareHost, core: HardwareCore | None, consumer: str, record: StateRecord
     ) -> None:
         self.host = host
         self.core = core
@@ -410,7 +453,13 @@ class HardwareDevice:
         self._twin_version = -1
 
     def _call(self, name: str, args: tuple[Any, ...], kwargs: Any) -> Any:
+        """Run ``name`` on the core with this device's context: the one hardware call path
+        (guard, verification, quarantine and fallback). Raises what the consumer's own error
+        is, :class:`~juggle.errors.HardwareFaultError` (a fault, and no software tier) and
+        :class:`~juggle.errors.RegionEmptyError` (connected to no region)."""
         host, core = self.host, self.core
+        if core is None:
+            raise RegionEmptyError(f"{self!r} is not connected to a region", self.consumer)
         checkable = name not in _PORTABLE
         portable = checkable and has_context(core.driver)
         saved = _buffers(args)
@@ -428,13 +477,13 @@ class HardwareDevice:
             except _Quarantined:
                 pass
             except Exception as exc:  # a driver is third-party code: anything else is a fault
-                self._fault(f"{name}() raised {type(exc).__name__}: {exc}")
+                host.hardware_fault(core, f"{name}() raised {type(exc).__name__}: {exc}")
             else:
                 if verify:
-                    return self._verify(name, args, kwargs, saved, before, result)
+                    return self._verify(core, name, args, kwargs, saved, before, result)
                 return result
         _put_back(args, saved)
-        return self._fallback(name, args, kwargs, before, count=True)
+        return self._fallback(core, name, args, kwargs, before, count=True)
 
     def _due(self, core: HardwareCore) -> bool:
         """Whether this call is one to check (the caller holds the core's lock): the core's
@@ -449,10 +498,13 @@ class HardwareDevice:
         into hardware brings): the core switches to this device, which replays it. False for
         any other record. A driver failing here quarantines the core like a failing call
         (``core.fault`` is then set); a consumer error (a bad recorded argument) propagates.
+        Raises :class:`~juggle.errors.RegionEmptyError` while connected to no region.
         """
         if record is not self.record:
             return False
         core = self.core
+        if core is None:
+            raise RegionEmptyError(f"{self!r} is not connected to a region", self.consumer)
         try:
             with core.lock:
                 if core.fault is None and core.owner is not self:
@@ -460,11 +512,10 @@ class HardwareDevice:
         except CONSUMER_ERRORS:
             raise
         except Exception as exc:  # a driver is third-party code
-            self._fault(f"taking over the state raised {type(exc).__name__}: {exc}")
+            self.host.hardware_fault(
+                core, f"taking over the state raised {type(exc).__name__}: {exc}"
+            )
         return True
-
-    def _fault(self, reason: str) -> None:
-        self.host.hardware_fault(self.core, reason)
 
     def twin(self, state: Any = None) -> object | None:
         """The software twin, brought to this device's state (``state``: portable state read
@@ -483,14 +534,21 @@ class HardwareDevice:
         return twin
 
     def _fallback(
-        self, name: str, args: tuple[Any, ...], kwargs: Any, before: Any, *, count: bool
+        self,
+        core: HardwareCore,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: Any,
+        before: Any,
+        *,
+        count: bool,
     ) -> Any:
         twin = self.twin(before)
         if twin is None:
             raise HardwareFaultError(
                 f"service {self.host.service_id} ({self.host.interface_name}) failed in region "
-                f"{self.core.region!r} ({self.core.fault}) and has no software tier",
-                (self.host.service_id, self.core.region),
+                f"{core.region!r} ({core.fault}) and has no software tier",
+                (self.host.service_id, core.region),
             )
         if count:
             self.host.count("fallbacks")
@@ -498,6 +556,7 @@ class HardwareDevice:
 
     def _verify(
         self,
+        core: HardwareCore,
         name: str,
         args: tuple[Any, ...],
         kwargs: Any,
@@ -517,7 +576,7 @@ class HardwareDevice:
         expected = getattr(twin, name)(*soft_args, **kwargs)
         self.host.count("verified")
         same = expected == result and all(bytes(args[i]) == soft_args[i] for i, _ in saved)
-        schedule = self.core.schedule
+        schedule = core.schedule
         if same:
             if result is None and not saved and schedule is not None:
                 schedule.again()  # nothing came back to compare: the next call is checked
@@ -525,22 +584,75 @@ class HardwareDevice:
         if schedule is not None:
             schedule.mismatched = True
         self.host.count("mismatches")
-        self._fault(f"{name}() returned a result that differs from the software tier's")
+        self.host.hardware_fault(
+            core, f"{name}() returned a result that differs from the software tier's"
+        )
         for i, _ in saved:
             _write_into(args[i], soft_args[i])
         return expected
 
     def __repr__(self) -> str:
+        core = self.core
+        where = core.region if core is not None else "no region"
         return (
             f"<{type(self).__name__} service {self.host.service_id} for {self.consumer!r} on "
-            f"{self.core.region}>"
+            f"{where}>"
         )
 
 
-def device_class(interface: type, name: str, driver: object) -> type[HardwareDevice]:
-    """A :class:`HardwareDevice` subclass with the methods of ``interface``, plus the portable
-    state methods (``juggle_save_state`` / ``juggle_restore_state``) where ``driver`` has them,
-    so a switch out of hardware carries such state from the core."""
+class DeviceGate(Protocol):
+    """When a :class:`GatedDevice` may hold a core: the tenant arbiter's side of a device."""
+
+    def enter(self, device: GatedDevice) -> HardwareCore:
+        """Connect ``device`` to a region's core and start its computation there; the core.
+        Blocks or raises (the arbiter's errors: WAIT, timeouts, a stopped service, a
+        quarantined region) while none can be had."""
+        ...
+
+    def leave(self, device: GatedDevice, core: HardwareCore) -> None:
+        """``device``'s call on ``core`` is over: its consistency point (a pending preemption
+        happens now; a core the call found faulty fails its region)."""
+        ...
+
+
+class GatedDevice(HardwareDevice):
+    """A virtual device that holds a core only while its gate lets it (a tenant's device of
+    an arbitrated service). Each call enters the gate (which connects the device: sets
+    ``core`` and hands it the context to restore), runs :meth:`HardwareDevice._call` (the same
+    guard, quarantine, fallback and verification as every device), and leaves the gate at its
+    end. One call at a time per device. ``record`` is the device's own: its state-setting calls
+    that succeeded are recorded here, to be replayed onto a core that lost them.
+    """
+
+    __slots__ = ("_turn", "gate")
+
+    def __init__(
+        self, host: HardwareHost, consumer: str, record: StateRecord, gate: DeviceGate
+    ) -> None:
+        super().__init__(host, None, consumer, record)
+        self.gate = gate
+        self._turn = threading.Lock()
+
+    def _call(self, name: str, args: tuple[Any, ...], kwargs: Any) -> Any:
+        gate = self.gate
+        with self._turn:
+            core = gate.enter(self)
+            try:
+                result = HardwareDevice._call(self, name, args, kwargs)
+                if name in self.state_methods:
+                    self.record.record(name, args, kwargs)
+            finally:
+                gate.leave(self, core)
+            return result
+
+
+def device_class(
+    interface: type, name: str, driver: object, base: type[HardwareDevice] = HardwareDevice
+) -> type[HardwareDevice]:
+    """A ``base`` subclass (:class:`HardwareDevice` or :class:`GatedDevice`) with the methods
+    of ``interface``, plus the portable state methods (``juggle_save_state`` /
+    ``juggle_restore_state``) where ``driver`` (an instance or its class) has them, so a
+    switch out of hardware carries such state from the core."""
 
     def make(method: str) -> Callable[..., Any]:
         def call(self: HardwareDevice, *args: Any, **kwargs: Any) -> Any:
@@ -560,4 +672,5 @@ def device_class(interface: type, name: str, driver: object) -> type[HardwareDev
         names += ["juggle_save_state", "juggle_restore_state"]
     for method in names:
         attrs[method] = make(method)
-    return type(f"{short_name(name)}HardwareDevice", (HardwareDevice,), attrs)
+    kind = "Gated" if issubclass(base, GatedDevice) else "Hardware"
+    return type(f"{short_name(name)}{kind}Device", (base,), attrs)

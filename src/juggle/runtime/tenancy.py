@@ -6,45 +6,61 @@ are few. When a tenant's consumer calls a hardware service, its virtual device n
 the :class:`~juggle.core.allocator.Allocator` (the same decision core the simulator drives)
 decides Assign, Preempt or Unavailable, and this module carries the decision out against the
 real fabric: it programs regions, saves the leaving tenant's context with the core's own save
-routine, restores the arriving tenant's, attaches the tenant's driver, and tells tenants WAIT,
-READY and PREEMPT on their :class:`SignalChannel`.
+routine, gives the arriving tenant's to its device, and tells tenants WAIT, READY and PREEMPT
+on their :class:`~juggle.runtime.signals.SignalChannel`.
+
+The arbiter decides only *when* a device holds a region. The devices and cores are the
+runtime's one device model (:mod:`juggle.runtime.hardware`): a tenant's device of an
+arbitrated service is a :class:`~juggle.runtime.hardware.GatedDevice` whose gate is here; each
+region programmed for such a service gets one :class:`~juggle.runtime.hardware.HardwareCore`
+(the driver, built once per programming, on a guarded window). Connect and Disconnect set and
+clear the device's ``core``; SaveContext reads the leaving device's context from the core with
+the driver's ``save_context()`` into its interface buffer, RestoreContext hands the buffer to
+the device, and the core restores it on the device's next call (a driver without context
+routines gets the device's recorded state-setting calls replayed instead). So a tenant's call
+has the guard, the quarantine, the verification and the fallback of every hardware call.
 
 A hardware call is the unit of work: the consistency points are the moments between calls.
-Each call is bracketed by ``start``/``finish`` on the allocator; a higher-priority request
-that arrives while a lower-priority call runs stops it at its end (``finish`` is then the
-consistency point), and the victim's next call asks again. Programming models (paper 4.5):
-a ``native`` tenant's call blocks until its device is READY; an ``aware`` tenant's call raises
-:class:`~juggle.errors.WaitSignal` at once, its request stays queued, and READY arrives later.
+Each call is bracketed by ``start``/``finish`` on the allocator (the gate's enter and leave); a
+higher-priority request that arrives while a lower-priority call runs stops it at its end
+(``finish`` is then the consistency point), and the victim's next call asks again. Programming
+models (paper 4.5): a ``native`` tenant's call blocks until its device is READY; an ``aware``
+tenant's call raises :class:`~juggle.errors.WaitSignal` at once, its request stays queued, and
+READY arrives later.
 
-Contexts: the tenant's driver's own save routine (``save_context()``, built from its register
-accesses, so it works on the simulator and on a board alike) fills the virtual device's context
-buffer, and its ``restore_context`` takes it back once the device is connected again, possibly
-in a region that was reprogrammed meanwhile; a device that never ran gets a reset core. Where a
-driver has no such routines, the tenant's last state-setting calls (``load_key``) are replayed
-onto it before its next call. Allocator actions are carried out by
-:func:`juggle.core.execute.execute`: the arbiter implements its operations.
+Faults. A call that finds its core faulty (it hung past the call timeout, its driver raised, or
+a check against software failed) quarantines the core: its window is cut at once. At the call's
+end, instead of ``finish``, the region fails: the allocator's ``fault`` (Error, the client
+disconnected without a save: its recorded calls rebuild its state later), and the manager
+thread quarantines the fabric region (ERROR) and has the host note the fault. The failing call
+itself falls back to software, or, the service being hardware-only, raises
+:class:`~juggle.errors.HardwareFaultError` naming the service and the region; while every region
+of a service is quarantined, its tenants' calls raise that error too instead of waiting.
+:meth:`blank` (``fw.recover``) brings the region back.
 
 One allocator places every service. Each service with a hardware tier is a device of its task
 index from the moment its module starts (named after its bitstreams' design; the profile's
 ``[[devices]]`` of that name lend frame, preemption and context sizes) and leaves it when the
 module stops (if one of its devices is running or being placed then, as soon as it no longer
-is); the arbiter then forgets the service: its record, seats, virtual devices and bitstreams.
-Juggles are commands to the same allocator for the framework's own tenant
-(``SYSTEM_TENANT``; :meth:`begin_juggle` / :meth:`end_juggle` around the juggler's steps), so
-they see tenants' regions and tenants see theirs. A juggle-placed service holds its region with
-the highest priority of the tenants among its consumers (below every tenant when none uses it);
-a tenant of higher priority preempts it: at its consistency point the manager thread moves its
-proxies to software (calls keep being answered, Ker-ONE 4.5), its tenant consumers hear
-PREEMPT, and when the allocator gives it a region again it is programmed back and they hear
-READY. A hardware-only service, or one a real-time tenant uses, is never preempted. A
-hardware-only service started while tenants are registered is *arbitrated*: tenants' requests
-place it on demand and only tenants may use it.
+is); the arbiter then forgets the service: its record, gates, devices and cores. Juggles are
+commands to the same allocator for the framework's own tenant (``SYSTEM_TENANT``;
+:meth:`begin_juggle` / :meth:`end_juggle` around the juggler's steps), so they see tenants'
+regions and tenants see theirs. A juggle-placed service holds its region with the highest
+priority of the tenants among its consumers (below every tenant when none uses it); a tenant
+of higher priority preempts it: at its consistency point the manager thread moves its proxies
+to software (calls keep being answered, Ker-ONE 4.5), its tenant consumers hear PREEMPT, and
+when the allocator gives it a region again it is programmed back and they hear READY. A
+hardware-only service, or one a real-time tenant uses, is never preempted. A hardware-only
+service started while tenants are registered is *arbitrated*: tenants' requests place it on
+demand and only tenants may use it.
 
-Locking: one lock guards the allocator and every seat; the allocator's actions run under it
-except reconfiguration (the configuration port) and moves of juggle-placed services, which a
-manager thread carries out (taking the framework's juggle lock first, never while holding this
-one), and listener callbacks, which run after the lock is released, in emission order. The
-manager also expires holds at :meth:`Allocator.next_deadline`.
+Locking: one lock guards the allocator, the gates and the cores table; the allocator's actions
+run under it except reconfiguration (the configuration port), moves of juggle-placed services
+and fault containment on the fabric, which a manager thread carries out (calling the host,
+never while holding this lock), and listener callbacks, which run after the lock is released,
+in emission order. The manager also expires holds at :meth:`Allocator.next_deadline`. A call
+holds its core's lock only between its gate's enter and leave; the arbiter takes a core's lock
+(a context save) only for a device that is not running, so the two never wait on each other.
 """
 
 from __future__ import annotations
@@ -55,7 +71,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 from juggle.core.actions import (
     Action,
@@ -71,13 +87,15 @@ from juggle.core.actions import (
 from juggle.core.allocator import Allocator, JuggleTicket
 from juggle.core.execute import execute
 from juggle.core.placement import ServiceView
-from juggle.core.regionfsm import RegionState
+from juggle.core.regionfsm import RegionPhase
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import DeviceState, ProgrammingModel, SignalKind
 from juggle.errors import (
     AllocatorError,
     DeviceStateError,
     DeviceWaitTimeoutError,
+    FabricError,
+    HardwareFaultError,
     InvalidConsumerError,
     JuggleError,
     NotATenantError,
@@ -88,36 +106,28 @@ from juggle.errors import (
     UnknownTenantError,
     WaitSignal,
 )
-from juggle.runtime.hardware import has_core_context
-from juggle.runtime.interfaces import interface_methods
-from juggle.runtime.tenants import (
-    Seat,
+from juggle.runtime.hardware import GatedDevice, HardwareCore, VerifySchedule, device_class
+from juggle.runtime.proxy import StateRecord
+from juggle.runtime.signals import (
     SignalChannel,
     TenancyStatistics,
     TenantDeviceSnapshot,
     TenantSignal,
     TenantSnapshot,
-    VirtualDevice,
     parse_model,
-    virtual_device_class,
 )
 
 if TYPE_CHECKING:
     from juggle.fabric.bitstream import Bitstream
+    from juggle.fabric.fabric import Fabric
     from juggle.fabric.resources import Resources
-    from juggle.runtime.framework import Framework
     from juggle.runtime.services import ManagedService
 
 __all__ = [
     "DEFAULT_HOLD_US",
     "LIVE_PRIORITY_LEVELS",
-    "SignalChannel",
-    "TenancyStatistics",
+    "TenancyHost",
     "TenantArbiter",
-    "TenantDeviceSnapshot",
-    "TenantSignal",
-    "TenantSnapshot",
-    "VirtualDevice",
 ]
 
 log = logging.getLogger("juggle.tenancy")
@@ -142,7 +152,34 @@ DEFAULT_CONTEXT_BYTES = 1024
 _CONNECTED = DeviceState.CONNECTED
 _DISCONNECTED = DeviceState.DISCONNECTED
 _WAITING = DeviceState.WAITING
-_GO, _BLOCK, _WAIT = "go", "block", "wait"
+_GO, _BLOCK, _WAIT, _FAULT = "go", "block", "wait", "fault"
+
+
+class TenancyHost(Protocol):
+    """What the arbiter needs of the runtime around it (the framework's parts)."""
+
+    @property
+    def fabric(self) -> Fabric:
+        """The fabric whose regions the arbiter hands out."""
+        ...
+
+    @property
+    def call_timeout_s(self) -> float:
+        """How long a driver may poll a core without progress (each core's guard)."""
+        ...
+
+    def preempt_to_software(self, service_id: int) -> bool:
+        """Move juggle-placed ``service_id`` out of its region, which a tenant of higher
+        priority needs; False when its calls did not drain yet (asked again later)."""
+        ...
+
+    def return_to_hardware(self, service_id: int, region: str) -> bool:
+        """Program preempted ``service_id`` into ``region`` again; False when that failed."""
+        ...
+
+    def note_fault(self, region: str, service_id: int, reason: str) -> None:
+        """Record a contained fault of ``service_id`` in ``region`` (``fw.faults``)."""
+        ...
 
 
 # -- internal records ----------------------------------------------------------------------------
@@ -157,9 +194,57 @@ class _Tenant:
     channel: SignalChannel
 
 
+class _SharedHost:
+    """The :class:`~juggle.runtime.hardware.HardwareHost` of an arbitrated service's devices:
+    the service answers for itself (twin, verification, counters); a faulty core is only
+    quarantined here (its window cut), and its region fails when the call leaves the gate."""
+
+    __slots__ = ("_managed",)
+
+    def __init__(self, managed: ManagedService) -> None:
+        self._managed = managed
+
+    @property
+    def service_id(self) -> int:
+        """The service's id."""
+        return self._managed.service_id
+
+    @property
+    def interface_name(self) -> str:
+        """The service's main interface name."""
+        return self._managed.interface_name
+
+    @property
+    def has_software(self) -> bool:
+        """Whether the service has a software tier to fall back to."""
+        return self._managed.has_software
+
+    def software_twin(self, consumer: str) -> object | None:
+        """A fresh implementation of the service's software tier (None: it has none)."""
+        return self._managed.software_twin(consumer)
+
+    def verify_every(self) -> int:
+        """The service's base verification rate."""
+        return self._managed.verify_every()
+
+    def verify_schedule(self) -> VerifySchedule:
+        """The check plan of a core just programmed for the service."""
+        return self._managed.verify_schedule()
+
+    def hardware_fault(self, core: HardwareCore, reason: str) -> None:
+        """Quarantine ``core`` (cut off the bus at once); the gate fails its region when the
+        failing call leaves it."""
+        core.quarantine(reason)
+
+    def count(self, what: str) -> None:
+        """Count a fallback, a verified call or a mismatch of the service."""
+        self._managed.count(what)
+
+
 @dataclass(slots=True)
 class _Service:
-    """An arbitrated service as the arbiter places it: device name, driver, bitstreams."""
+    """A service the allocator places: device name, driver, bitstreams; for an arbitrated
+    one, its devices' host and class (made on the first tenant's device)."""
 
     service_id: int
     device: str
@@ -168,12 +253,70 @@ class _Service:
     bitstreams: dict[str, tuple[Bitstream, bytes]]
     resources: Resources | None
     context_bytes: int
-    stateful: frozenset[str]
     managed: ManagedService
     arbitrated: bool = False
     gone: bool = False
     preempted: bool = False
     consumers: set[str] = field(default_factory=set)
+    device_cls: type[GatedDevice] | None = None
+    host: _SharedHost | None = None
+
+
+class _Gate:
+    """The arbiter's side of one tenant's device of an arbitrated service (a
+    :class:`~juggle.runtime.hardware.DeviceGate`): the allocator's (tenant, device) it stands
+    for, its :class:`~juggle.runtime.hardware.GatedDevice`, and what the tenant's snapshot
+    counts. ``gone``: the tenant gave the service back during a call (released at its end)."""
+
+    __slots__ = (
+        "_arbiter",
+        "calls",
+        "device",
+        "gone",
+        "hardware",
+        "preemptions",
+        "running",
+        "service_id",
+        "tenant",
+        "waits",
+    )
+
+    def __init__(self, arbiter: TenantArbiter, tenant: str, device: str, service_id: int) -> None:
+        self._arbiter = arbiter
+        self.tenant = tenant
+        self.device = device
+        self.service_id = service_id
+        self.hardware: GatedDevice | None = None
+        self.running = False
+        self.gone = False
+        self.calls = 0
+        self.waits = 0
+        self.preemptions = 0
+
+    def enter(self, device: GatedDevice) -> HardwareCore:
+        """Connect ``device`` to a region's core and start its computation (see
+        :meth:`TenantArbiter._enter`)."""
+        return self._arbiter._enter(self)
+
+    def leave(self, device: GatedDevice, core: HardwareCore) -> None:
+        """The call on ``core`` is over (see :meth:`TenantArbiter._leave`)."""
+        self._arbiter._leave(self, core)
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "idle"
+        return f"<_Gate {self.tenant}/{self.device} {state}, {self.calls} calls>"
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """Work for the manager thread: ``program`` a region for a device, ``stop`` (move) a
+    juggle-placed service out of its region, or ``contain`` a core fault on the fabric."""
+
+    kind: str
+    region: str
+    device: str
+    service_id: int | None = None
+    reason: str = ""
 
 
 # -- the arbiter ---------------------------------------------------------------------------------
@@ -182,23 +325,21 @@ class _Service:
 class TenantArbiter:
     """One allocator for the framework's fabric, its tenants, and their virtual devices.
 
-    Created by :meth:`juggle.Framework.add_tenant` for the first tenant. ``hold_us`` is the
-    allocator's hold time; ``wait_timeout_s`` (default: the framework's drain timeout) bounds
-    how long a native call waits for its device.
+    Created with the framework for its ``host`` (see :class:`TenancyHost`).
+    ``wait_timeout_s`` bounds how long a native tenant's call waits for its device (the
+    framework's drain timeout); ``hold_us`` is the allocator's hold time.
     """
 
     def __init__(
         self,
-        framework: Framework,
+        host: TenancyHost,
         *,
+        wait_timeout_s: float,
         hold_us: float = DEFAULT_HOLD_US,
-        wait_timeout_s: float | None = None,
     ) -> None:
-        self._fw = framework
+        self._host = host
         self._hold_us = hold_us
-        self._wait_timeout_s = (
-            framework.drain_timeout_s if wait_timeout_s is None else wait_timeout_s
-        )
+        self._wait_timeout_s = wait_timeout_s
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._deliver = threading.RLock()
@@ -207,11 +348,10 @@ class TenantArbiter:
         self._services: dict[int, _Service] = {}
         self._by_device: dict[str, _Service] = {}
         self._unindexed: dict[int, _Service] = {}  # stopped, device still in the index
-        self._seats: dict[tuple[str, str], Seat] = {}
-        self._devices: dict[tuple[str, int], VirtualDevice] = {}
-        self._classes: dict[type, type[VirtualDevice]] = {}
-        self._jobs: deque[tuple[str, str, str]] = deque()
-        self._programming = 0
+        self._gates: dict[tuple[str, str], _Gate] = {}  # (tenant, device) → its gate
+        self._cores: dict[str, tuple[str, HardwareCore]] = {}  # region → (device, its core)
+        self._faulted: dict[str, str] = {}  # region → why its core failed (until blanked)
+        self._jobs: deque[_Job] = deque()
         self._manager: threading.Thread | None = None
         self._version = 0
         self._waiters = 0  # threads in _wait (under the lock)
@@ -332,11 +472,6 @@ class TenantArbiter:
         with self._cond:
             return self._tenant(tenant).channel
 
-    def is_tenant(self, name: str) -> bool:
-        """Whether ``name`` is a registered tenant."""
-        with self._cond:
-            return name in self._tenants
-
     # -- services (framework hooks) -----------------------------------------------------------
 
     def arbitrates(self, service_id: int) -> bool:
@@ -345,6 +480,15 @@ class TenantArbiter:
         with self._cond:
             svc = self._services.get(service_id)
             return svc is not None and svc.arbitrated and not svc.gone
+
+    def device_of(self, service_id: int) -> str | None:
+        """The allocator's device name of arbitrated ``service_id`` (what its tenants'
+        signals and snapshots name); None when the arbiter does not arbitrate it."""
+        with self._cond:
+            svc = self._services.get(service_id)
+            if svc is None or not svc.arbitrated or svc.gone:
+                return None
+            return svc.device
 
     def add_service(self, managed: ManagedService) -> bool:
         """Index a freshly started service with a hardware tier as a device of the allocator
@@ -372,7 +516,6 @@ class TenantArbiter:
                 dict(hw.bitstreams),
                 hw.resources,
                 DEFAULT_CONTEXT_BYTES,
-                frozenset(m.name for m in interface_methods(managed.interface) if m.state_setting),
                 managed,
                 arbitrated=managed.home_tier == "hardware" and len(self._tenants) > 0,
             )
@@ -414,24 +557,25 @@ class TenantArbiter:
 
     def _purge(self, svc: _Service) -> None:
         """Under the lock: forget stopped ``svc``, whose device left the index: its record,
-        seats, virtual devices, and its interface's class if no other service has it."""
+        its tenants' gates and devices, and the cores programmed for it."""
         self._unindexed.pop(svc.service_id, None)
         if self._services.get(svc.service_id) is svc:
             del self._services[svc.service_id]
         if self._by_device.get(svc.device) is svc:
             del self._by_device[svc.device]
-        for key in [k for k in self._seats if k[1] == svc.device]:
-            del self._seats[key]
-        for vkey in [k for k in self._devices if k[1] == svc.service_id]:
-            del self._devices[vkey]
-        interface = svc.managed.interface
-        if all(s.managed.interface is not interface for s in self._services.values()):
-            self._classes.pop(interface, None)
+        for key in [k for k in self._gates if k[1] == svc.device]:
+            del self._gates[key]
+        for region in [r for r, (d, _) in self._cores.items() if d == svc.device]:
+            self._retire(region)
 
-    def virtual_device(self, managed: ManagedService, consumer: str) -> VirtualDevice:
-        """The virtual device of tenant ``consumer`` for arbitrated service ``managed``.
+    def virtual_device(self, managed: ManagedService, consumer: str) -> GatedDevice:
+        """The virtual device of tenant ``consumer`` for arbitrated service ``managed``: a
+        :class:`~juggle.runtime.hardware.GatedDevice` (one per tenant and service; a fresh
+        one, with no state of before, once the tenant gave the service back).
 
-        Raises :class:`~juggle.errors.NotATenantError` for a consumer that is no tenant.
+        Raises :class:`~juggle.errors.NotATenantError` for a consumer that is no tenant,
+        :class:`~juggle.errors.ServiceUnavailableError` for a stopped service and
+        :class:`~juggle.errors.TenancyClosedError`.
         """
         sid = managed.service_id
         with self._cond:
@@ -442,61 +586,77 @@ class TenantArbiter:
                     "add_tenant() first",
                     subject=consumer,
                 )
-            device = self._devices.get((consumer, sid))
-            if device is None:
-                cls = self._classes.get(managed.interface)
-                if cls is None:
-                    cls = self._classes[managed.interface] = virtual_device_class(
-                        managed.interface, managed.interface_name
-                    )
-                device = cls(self, consumer, self._live_service(sid).device, sid)
-                self._devices[(consumer, sid)] = device
-            return device
+            svc = self._live_service(sid)
+            gate = self._gate(consumer, svc)
+            if gate.hardware is None or gate.gone:
+                gate.gone = False  # taken again before the last call ended: a fresh device
+                cls, host = svc.device_cls, svc.host
+                if cls is None or host is None:
+                    made = device_class(managed.interface, svc.interface, svc.driver, GatedDevice)
+                    cls = svc.device_cls = cast(type[GatedDevice], made)
+                    host = svc.host = _SharedHost(managed)
+                gate.hardware = cls(host, consumer, StateRecord(), gate)
+            return gate.hardware
 
-    # -- a call --------------------------------------------------------------------------------
-
-    def run_call(
-        self, vd: VirtualDevice, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        """Run method ``name`` of ``vd``'s service on its tenant's driver, in a region (what
-        every :class:`VirtualDevice` method does). Raises what the driver raises, and
-        :class:`~juggle.errors.WaitSignal` (aware tenant, device not ready),
-        :class:`~juggle.errors.DeviceWaitTimeoutError` (native tenant waited too long),
-        :class:`~juggle.errors.ServiceUnavailableError` (service stopped) and
-        :class:`~juggle.errors.TenancyClosedError`."""
+    def release_consumer(self, managed: ManagedService, consumer: str) -> None:
+        """Tenant ``consumer`` gave its proxy of arbitrated ``managed`` back (or its client
+        died): its virtual device leaves its region or the wait list and is forgotten with its
+        gate (its context and state go too); a call running now does that when it ends."""
         with self._cond:
-            svc = self._live_service(vd.service_id)
-            seat = self._seat(vd.tenant, svc.device)
-        with seat.call_lock:
-            self._enter(seat, svc)
-            try:
-                if seat.needs_replay:  # the core kept no context: set our state again
-                    seat.record.replay(seat.driver)
-                    seat.needs_replay = False
-                result = getattr(seat.driver, name)(*args, **kwargs)
-            finally:
-                self._leave(seat)
-            if name in svc.stateful:
-                seat.record.record(name, args, kwargs)
-            return result
+            svc = self._services.get(managed.service_id)
+            if svc is None or consumer not in self._tenants:
+                return
+            gate = self._gates.get((consumer, svc.device))
+            if gate is None:
+                return
+            if gate.running:
+                gate.gone = True
+                return
+            self._let_go(gate)
+        self._flush()
 
-    def _enter(self, seat: Seat, svc: _Service) -> None:
-        """Get ``seat`` a region and start its computation (``start``); blocks a native
-        tenant until READY, raises WaitSignal for an aware one."""
+    def _let_go(self, gate: _Gate) -> None:
+        """Under the lock: forget ``gate`` and release its device in the allocator (its
+        interface keeps no context: :meth:`save_context` finds no gate)."""
+        if self._gates.get((gate.tenant, gate.device)) is gate:
+            del self._gates[(gate.tenant, gate.device)]
+        if self._closed or self._alloc.device_state(gate.tenant, gate.device) is _DISCONNECTED:
+            return
+        try:
+            self._execute(self._alloc.release(gate.tenant, gate.device, self._now()))
+        except DeviceStateError as exc:  # pragma: no cover - released between two calls
+            log.warning("tenancy: release of %s/%s refused: %s", gate.tenant, gate.device, exc)
+        self._bump()
+
+    # -- a call: the gate of an arbitrated device ------------------------------------------------
+
+    def _enter(self, gate: _Gate) -> HardwareCore:
+        """Get ``gate``'s device a region and start its computation (``start``); its core.
+        Blocks a native tenant until READY. Raises :class:`~juggle.errors.WaitSignal`
+        (aware tenant, device not ready), :class:`~juggle.errors.DeviceWaitTimeoutError`
+        (native tenant waited too long), :class:`~juggle.errors.HardwareFaultError` (every
+        region of the service is quarantined), :class:`~juggle.errors.ServiceUnavailableError`
+        (service stopped) and :class:`~juggle.errors.TenancyClosedError`."""
         deadline = time.monotonic() + self._wait_timeout_s
         while True:
             with self._cond:
-                self._live_service(svc.service_id)
-                verdict = self._try_start(seat)
+                svc = self._live_service(gate.service_id)
+                verdict = self._try_start(gate, svc)
                 version = self._version
+                hardware = gate.hardware
+                core = hardware.core if hardware is not None else None
+                failure = self._failure(svc) if verdict == _FAULT else None
             self._flush()
             if verdict == _GO:
-                return
+                assert core is not None  # _try_start starts only a device bound to a core
+                return core
+            if failure is not None:
+                raise failure
             if verdict == _WAIT:
                 raise WaitSignal(
-                    f"WAIT: {seat.tenant}/{seat.device} is not connected; its request is "
+                    f"WAIT: {gate.tenant}/{gate.device} is not connected; its request is "
                     "queued, READY follows on the tenant's signal channel",
-                    subject=(seat.tenant, seat.device),
+                    subject=(gate.tenant, gate.device),
                     service_id=svc.service_id,
                 )
             with self._cond:
@@ -504,87 +664,139 @@ class TenantArbiter:
                     self._check_open()
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
-                        self._give_up(seat)
+                        self._give_up(gate)
                         raise DeviceWaitTimeoutError(
-                            f"{seat.tenant}/{seat.device} waited {self._wait_timeout_s} s for "
+                            f"{gate.tenant}/{gate.device} waited {self._wait_timeout_s} s for "
                             "a region",
-                            subject=(seat.tenant, seat.device),
+                            subject=(gate.tenant, gate.device),
                         )
                     self._wait(remaining)
 
-    def _try_start(self, seat: Seat) -> str:
-        """Under the lock: start if connected, request if disconnected; else the verdict."""
+    def _try_start(self, gate: _Gate, svc: _Service) -> str:
+        """Under the lock: start if connected, request if disconnected, give up if every
+        region of the service is quarantined; else the verdict (block or wait)."""
         self._check_open()
-        alloc, t, d = self._alloc, seat.tenant, seat.device
+        alloc, t, d = self._alloc, gate.tenant, gate.device
+        device = gate.hardware
         for _ in range(3):
             state = alloc.device_state(t, d)
-            if state is _CONNECTED and seat.region is not None:
+            if state is _CONNECTED and device is not None and device.core is not None:
                 try:
                     out = alloc.start(t, d, self._now())
                 except DeviceStateError:  # its hold expired and the region went to another
                     continue
-                seat.running = True
-                seat.calls += 1
+                gate.running = True
+                gate.calls += 1
                 self._execute(out)
                 return _GO
-            if state is not _DISCONNECTED:
+            if state is not _DISCONNECTED or self._unserviceable(svc):
                 break
             self._execute(alloc.request(t, d, self._now()).actions)
+        if self._unserviceable(svc):
+            self._give_up(gate)
+            return _FAULT
         return _WAIT if self._tenants[t].model is ProgrammingModel.AWARE else _BLOCK
 
-    def _leave(self, seat: Seat) -> None:
-        """The call is over: a consistency point (``finish``; a pending preemption happens)."""
+    def _unserviceable(self, svc: _Service) -> bool:
+        """Under the lock: whether every region ``svc`` has a bitstream for is quarantined."""
+        return bool(svc.bitstreams) and all(r in self._faulted for r in svc.bitstreams)
+
+    def _failure(self, svc: _Service) -> HardwareFaultError:
+        """Under the lock: the error of a call of ``svc`` while its regions are quarantined."""
+        regions = sorted(r for r in svc.bitstreams if r in self._faulted)
+        where = "; ".join(f"region {r!r} ({self._faulted[r]})" for r in regions)
+        return HardwareFaultError(
+            f"service {svc.service_id} ({svc.interface}) failed in {where}, quarantined until "
+            "recovered, and has no software tier",
+            (svc.service_id, regions[0]),
+        )
+
+    def _leave(self, gate: _Gate, core: HardwareCore) -> None:
+        """The call on ``core`` is over: a consistency point (``finish``; a pending preemption
+        happens). If the call found the core faulty, the region fails instead (see
+        :meth:`_core_failed`)."""
         with self._cond:
-            seat.running = False
+            gate.running = False
             if not self._closed:
-                try:
-                    self._execute(self._alloc.finish(seat.tenant, seat.device, self._now()))
-                except AllocatorError as exc:  # pragma: no cover - an invariant broke
-                    log.error("finish(%s, %s) refused: %s", seat.tenant, seat.device, exc)
-                if seat.gone:  # given back during the call
-                    self._let_seat_go(seat.tenant, seat.device)
+                if core.fault is not None:
+                    self._core_failed(gate, core)
+                elif self._alloc.device_state(gate.tenant, gate.device) is _CONNECTED:
+                    try:
+                        self._execute(self._alloc.finish(gate.tenant, gate.device, self._now()))
+                    except AllocatorError as exc:  # pragma: no cover - an invariant broke
+                        log.error("finish(%s, %s) refused: %s", gate.tenant, gate.device, exc)
+                if gate.gone:  # given back during the call
+                    self._let_go(gate)
                 if self._unindexed:
                     self._sweep()
             self._bump()
         self._flush()
 
-    def release_consumer(self, managed: ManagedService, consumer: str) -> None:
-        """Tenant ``consumer`` gave its proxy of arbitrated ``managed`` back (or its client
-        died): its virtual device leaves its region or the wait list and its seat (driver,
-        saved context, state) is forgotten; a call running now does that when it ends."""
-        with self._cond:
-            self._devices.pop((consumer, managed.service_id), None)
-            svc = self._services.get(managed.service_id)
-            if svc is None or consumer not in self._tenants:
-                return
-            seat = self._seats.get((consumer, svc.device))
-            if seat is not None and seat.running:
-                seat.gone = True
-                return
-            self._let_seat_go(consumer, svc.device)
-        self._flush()
-
-    def _let_seat_go(self, tenant: str, device: str) -> None:
-        """Under the lock: release ``tenant``'s device in the allocator, forget its seat."""
-        self._seats.pop((tenant, device), None)
-        if self._closed or self._alloc.device_state(tenant, device) is _DISCONNECTED:
+    def _core_failed(self, gate: _Gate, core: HardwareCore) -> None:
+        """Under the lock: ``gate``'s call found ``core`` faulty (quarantined already). A
+        pending preemption goes ahead first (the context saved is empty); then, if ``core`` is
+        still its region's, the region fails (:meth:`_fail`) and the manager quarantines it on
+        the fabric and notes the fault; else the computation just ends."""
+        region, reason = core.region, core.fault or "quarantined"
+        alloc, t, d = self._alloc, gate.tenant, gate.device
+        if alloc.region_state(region) is RegionPhase.PREEMPT:
+            self._execute(alloc.finish(t, d, self._now()))
+        held = self._cores.get(region)
+        if held is not None and held[1] is core and self._fail(region, reason):
+            self._jobs.append(_Job("contain", region, d, gate.service_id, reason))
+            self._start_manager()
             return
-        try:
-            self._execute(self._alloc.release(tenant, device, self._now()))
-        except DeviceStateError as exc:  # pragma: no cover - released between two calls
-            log.warning("tenancy: release of %s/%s refused: %s", tenant, device, exc)
-        self._bump()
+        if alloc.device_state(t, d) is _CONNECTED:
+            try:
+                self._execute(alloc.finish(t, d, self._now()))
+            except AllocatorError as exc:  # pragma: no cover - an invariant broke
+                log.error("finish(%s, %s) refused: %s", t, d, exc)
 
-    def _give_up(self, seat: Seat) -> None:
-        """A native wait timed out: withdraw its request if it is still queued."""
-        if self._alloc.device_state(seat.tenant, seat.device) is _WAITING:
-            self._execute(self._alloc.release(seat.tenant, seat.device, self._now()))
+    def _fail(self, region: str, reason: str) -> bool:
+        """Under the lock: the core in ``region`` failed. Its client is disconnected without a
+        save (the context it was given before is dropped too: its recorded calls rebuild its
+        state on the next core), the region enters Error and stays out of use, its arbitrated
+        tenants' calls refused, until :meth:`blank`. False when the allocator cannot fault it
+        now (it is being reprogrammed: the new design replaces the core)."""
+        try:
+            actions = self._alloc.fault(region, self._now())
+        except AllocatorError as exc:
+            log.warning("tenancy: fault of %s not recorded: %s", region, exc)
+            return False
+        self._faulted[region] = reason
+        self._retire(region)
+        self._execute(actions)
+        self._forget_contexts(actions)
+        return True
+
+    def _forget_contexts(self, actions: Iterable[Action]) -> None:
+        """Under the lock: the devices ``actions`` disconnected without a save keep no stale
+        context (interface buffer and device alike): their recorded calls are replayed."""
+        for action in actions:
+            if isinstance(action, Disconnect) and action.tenant != SYSTEM_TENANT:
+                self._alloc.interface(action.tenant, action.device).save(b"")
+                gate = self._gates.get((action.tenant, action.device))
+                if gate is not None and gate.hardware is not None:
+                    gate.hardware.context = None
+
+    def _give_up(self, gate: _Gate) -> None:
+        """Under the lock: a wait ended without a region: withdraw the request if queued."""
+        if self._alloc.device_state(gate.tenant, gate.device) is _WAITING:
+            self._execute(self._alloc.release(gate.tenant, gate.device, self._now()))
+
+    def _retire(self, region: str) -> None:
+        """Under the lock: the core programmed in ``region`` is done with (the region is
+        reprogrammed, emptied or failed): detached from its window and forgotten."""
+        held = self._cores.pop(region, None)
+        if held is not None:
+            held[1].window.detach()
 
     # -- carrying out actions (under the lock) --------------------------------------------------
 
     def _execute(self, actions: Iterable[Action]) -> None:
-        """Carry out ``actions`` in order; reconfigurations and co-module moves go to the
-        manager thread, which also expires holds (it runs while there is a job or a hold)."""
+        """Carry out ``actions`` in order; reconfigurations, co-module moves and fault
+        containment go to the manager thread, which also expires holds (it runs while there
+        is a job or a hold)."""
         for action in actions:
             try:
                 execute(self, (action,))
@@ -597,45 +809,75 @@ class TenantArbiter:
 
     # the operations of juggle.core.execute.Operations: what each allocator action does here.
     # Actions about the framework's own tenant (juggle-placed services) move proxies instead
-    # of tenant drivers: the juggler carries their state.
+    # of tenant devices: the juggler carries their state.
 
     def reconfigure(self, action: Reconfigure) -> None:
-        """Queue the region's programming for the manager thread (the configuration port)."""
-        self._programming += 1
-        self._jobs.append(("program", action.region, action.device))
+        """Queue the region's programming for the manager thread (the configuration port);
+        the core there now is done with."""
+        self._retire(action.region)
+        self._jobs.append(_Job("program", action.region, action.device))
 
     def connect(self, action: Connect) -> None:
-        """Attach the tenant's driver to the region and give the core its context."""
-        if action.tenant != SYSTEM_TENANT:
-            self._connect(action)
-
-    def disconnect(self, action: Disconnect) -> None:
-        """Detach the tenant's driver: its accesses raise until it is connected again."""
+        """Bind the tenant's device to the core of the region (its next call restores the
+        context it was given)."""
         if action.tenant == SYSTEM_TENANT:
             return
-        seat = self._seat(action.tenant, action.device)
-        seat.window.detach()
-        seat.region = None
+        gate = self._gates.get((action.tenant, action.device))
+        if gate is None or gate.hardware is None:
+            return  # given back meanwhile: the allocator releases it
+        held = self._cores.get(action.region)
+        if held is not None and held[0] == action.device:
+            gate.hardware.core = held[1]
+            return
+        svc = self._by_device.get(action.device)
+        if svc is not None and not svc.gone:  # (a stopped service's device is dropped now)
+            log.error("tenancy: no core of %s in %s to connect", action.device, action.region)
+
+    def disconnect(self, action: Disconnect) -> None:
+        """Unbind the tenant's device: it holds no core until it is connected again."""
+        if action.tenant == SYSTEM_TENANT:
+            return
+        gate = self._gates.get((action.tenant, action.device))
+        if gate is not None and gate.hardware is not None:
+            gate.hardware.core = None
 
     def save_context(self, action: SaveContext) -> None:
-        """The driver's own save routine fills the tenant's context buffer."""
-        if action.tenant != SYSTEM_TENANT:
-            seat = self._seat(action.tenant, action.device)
-            action.interface.save(self._save_core(seat))
+        """The core's save routine (the driver's ``save_context()``) fills the tenant's
+        context buffer; a device given back leaves it empty. A driver failing here
+        quarantines the core (the next call on it fails its region)."""
+        if action.tenant == SYSTEM_TENANT:
+            return
+        gate = self._gates.get((action.tenant, action.device))
+        held = self._cores.get(action.region)
+        data = b""
+        if (
+            gate is not None
+            and gate.hardware is not None
+            and held is not None
+            and held[0] == action.device
+        ):
+            core = held[1]
+            try:
+                data = core.save(gate.hardware)
+            except Exception as exc:  # a driver is third-party code
+                core.quarantine(f"save_context() raised {type(exc).__name__}: {exc}")
+        action.interface.save(data)
 
     def restore_context(self, action: RestoreContext) -> None:
-        """Note the context to restore: the driver restores it once connected (Connect
-        follows), since its registers are reachable only then."""
-        if action.tenant != SYSTEM_TENANT:
-            seat = self._seat(action.tenant, action.device)
-            seat.pending_context = action.interface.load()
+        """Give the tenant's saved context to its device: the core restores it before the
+        device's next call (empty: the core is reset and the device's calls replayed)."""
+        if action.tenant == SYSTEM_TENANT:
+            return
+        gate = self._gates.get((action.tenant, action.device))
+        if gate is not None and gate.hardware is not None:
+            gate.hardware.context = action.interface.load() or None
 
     def stop_at_consistency_point(self, action: StopAtConsistencyPoint) -> None:
         """A tenant's call is the unit of work, so its end is the point: nothing to do. A
         juggle-placed service is moved to its software tier by the manager thread (running
         calls finish in hardware, new ones go to software), which then reports the stop."""
         if action.tenant == SYSTEM_TENANT:
-            self._jobs.append(("stop", action.region, action.device))
+            self._jobs.append(_Job("stop", action.region, action.device))
         else:
             log.debug("%s/%s stops at its call's end", action.tenant, action.device)
 
@@ -646,11 +888,11 @@ class TenantArbiter:
         """Tell the tenant WAIT, READY or PREEMPT on its channel. For a juggle-placed
         service, the tenants among its consumers hear PREEMPT, and READY once it is back."""
         if action.tenant != SYSTEM_TENANT:
-            seat = self._seat(action.tenant, action.device)
-            if action.signal is SignalKind.WAIT:
-                seat.waits += 1
-            elif action.signal is SignalKind.PREEMPT:
-                seat.preemptions += 1
+            gate = self._gates.get((action.tenant, action.device))
+            if gate is not None and action.signal is SignalKind.WAIT:
+                gate.waits += 1
+            elif gate is not None and action.signal is SignalKind.PREEMPT:
+                gate.preemptions += 1
             self._tell(action.tenant, action.device, action.signal)
             return
         svc = self._by_device.get(action.device)
@@ -672,35 +914,10 @@ class TenantArbiter:
         svc = self._by_device.get(device)
         self._seq += 1
         signal = TenantSignal(
-            tenant, device, svc.service_id if svc else None, kind.value, self._now(), self._seq
+            tenant, device, svc.service_id if svc else None, kind, self._now(), self._seq
         )
         for callback in record.channel.push(signal):
             self._outbox.append((callback, signal))
-
-    @staticmethod
-    def _save_core(seat: Seat) -> bytes:
-        """The core's context read by ``seat``'s driver (empty when the driver saves none,
-        and the tenant's state-setting calls are replayed instead)."""
-        driver = seat.driver
-        if driver is None or not has_core_context(driver):
-            return b""
-        return bytes(driver.save_context())  # type: ignore[attr-defined]
-
-    def _connect(self, action: Connect) -> None:
-        seat = self._seat(action.tenant, action.device)
-        seat.window.attach(self._fw.fabric.window(action.region))
-        seat.region = action.region
-        svc = self._by_device.get(action.device)
-        if seat.driver is None and svc is not None:
-            seat.driver = svc.driver(seat.window)
-        data, seat.pending_context = seat.pending_context, None
-        if data is None:
-            return
-        if seat.driver is not None and has_core_context(seat.driver):
-            seat.driver.restore_context(data)  # type: ignore[attr-defined]
-            seat.needs_replay = not data and bool(seat.record.calls)  # empty: a reset core
-        else:  # a driver without context routines: its calls are replayed
-            seat.needs_replay = bool(seat.record.calls)
 
     # -- juggles: the framework's own tenant -----------------------------------------------------
 
@@ -729,17 +946,21 @@ class TenantArbiter:
                 preemptible=preemptible,
             )
             self._execute(ticket.actions)
+            if ticket.region is not None:  # the juggle programs it: a tenant core there goes
+                self._retire(ticket.region)
         self._flush()
         return ticket
 
     def _reprogrammable(self) -> None:
-        """Under the lock: regions in Error whose fabric region is not quarantined (a failed
-        programming step, here or in a tenant's placement) are free again: the juggle about
-        to be planned may program them, which is their recovery."""
-        fabric = self._fw.fabric
+        """Under the lock: regions in Error whose core did not fail (a failed programming
+        step, here or in a tenant's placement; the fabric region is not quarantined) are free
+        again: the juggle about to be planned may program them, which is their recovery."""
+        fabric = self._host.fabric
         for region in fabric.region_names():
-            if self._alloc.region_state(region) is RegionState.ERROR and (
-                not fabric.region(region).snapshot().quarantined
+            if (
+                self._alloc.region_state(region) is RegionPhase.ERROR
+                and region not in self._faulted
+                and not fabric.region(region).snapshot().quarantined
             ):
                 self._execute(self._alloc.repair(region, self._now()))
 
@@ -756,7 +977,7 @@ class TenantArbiter:
             if ticket.region is not None:
                 touched.add(ticket.region)
             regions = sorted(touched)
-            fabric = self._fw.fabric
+            fabric = self._host.fabric
             quarantined = [r for r in regions if fabric.region(r).snapshot().quarantined]
         with self._cond:
             if not self._closed:
@@ -775,7 +996,7 @@ class TenantArbiter:
         service that does not serve from it, it becomes blank and free (Idle, no design)."""
         alloc = self._alloc
         state = alloc.region_state(region)
-        if state is not RegionState.ERROR:
+        if state is not RegionPhase.ERROR:
             holder = self._system_client(region)
             if holder is None or holder.managed.region == region:
                 return  # free, or its service serves from it
@@ -809,36 +1030,41 @@ class TenantArbiter:
     def blank(self, region: str) -> None:
         """The framework emptied ``region`` (a recovery, a stopped service taken out by force):
         whatever the allocator counted in it is disconnected without saving (the core is gone)
-        and the region is Idle with no design. Call it only for a region :meth:`holder` says
-        no tenant holds."""
+        and the region is Idle with no design, in use again (the next request programs it).
+        Call it only for a region :meth:`holder` says no tenant holds."""
         with self._cond:
             if self._closed:
                 return
             alloc, now = self._alloc, self._now()
-            if alloc.region_state(region) in (RegionState.BUSY, RegionState.IDLE, RegionState.HOLD):
-                self._execute(alloc.fault(region, now))
-            if alloc.region_state(region) is RegionState.ERROR:
+            self._faulted.pop(region, None)
+            self._retire(region)
+            if alloc.region_state(region) in (RegionPhase.BUSY, RegionPhase.IDLE, RegionPhase.HOLD):
+                actions = alloc.fault(region, now)
+                self._execute(actions)
+                self._forget_contexts(actions)
+            if alloc.region_state(region) is RegionPhase.ERROR:
                 self._execute(alloc.repair(region, now))
             if self._unindexed:
                 self._sweep()
         self._flush()
 
     def fault(self, region: str) -> None:
-        """The core in ``region`` was quarantined: the allocator's region enters Error."""
+        """The core in ``region`` was quarantined (a juggle-placed service's, contained by
+        the framework): the allocator's region enters Error, out of use until :meth:`blank`
+        (see :meth:`_fail`)."""
         with self._cond:
             if self._closed:
                 return
-            try:
-                self._execute(self._alloc.fault(region, self._now()))
-            except AllocatorError as exc:
-                log.warning("tenancy: fault of %s not recorded: %s", region, exc)
+            snap = self._host.fabric.region(region).snapshot()
+            self._fail(region, snap.error or "its core was quarantined")
         self._flush()
 
     def repair(self, region: str) -> None:
-        """Quarantined ``region`` was emptied: the allocator may hand it out again."""
+        """``region``, in Error, was emptied: the allocator may hand it out again."""
         with self._cond:
-            if self._closed or self._alloc.region_state(region) is not RegionState.ERROR:
+            if self._closed or self._alloc.region_state(region) is not RegionPhase.ERROR:
                 return
+            self._faulted.pop(region, None)
             self._execute(self._alloc.repair(region, self._now()))
         self._flush()
 
@@ -884,7 +1110,7 @@ class TenantArbiter:
             device=svc.device if svc is not None else "",
         )
 
-    # -- the manager thread: configuration port, co-module moves and hold timer -------------------
+    # -- the manager thread: configuration port, co-module moves, faults and hold timer -----------
 
     def _start_manager(self) -> None:
         if self._manager is None and not self._closed:
@@ -899,37 +1125,64 @@ class TenantArbiter:
                 job = self._next_job()
                 if job is None:
                     return
-            if isinstance(job, tuple):
-                self._run_job(*job)
+            if isinstance(job, _Job):
+                self._run_job(job)
             self._flush()
 
-    def _run_job(self, kind: str, region: str, device: str) -> None:
+    def _run_job(self, job: _Job) -> None:
+        if job.kind == "contain":
+            self._contain(job)
+        elif job.kind == "stop":
+            self._stop(job)
+        else:
+            self._place(job)
+
+    def _contain(self, job: _Job) -> None:
+        """A tenant's call found the core in ``job.region`` faulty (the region is in Error
+        already): the host notes the fault, and the fabric quarantines the region (ERROR,
+        until recovered) unless it was blanked meanwhile."""
+        assert job.service_id is not None
+        self._host.note_fault(job.region, job.service_id, job.reason)
+        with self._cond:
+            still = self._faulted.get(job.region) == job.reason and not self._closed
+        if still:
+            try:
+                self._host.fabric.quarantine(job.region, f"service {job.service_id}: {job.reason}")
+            except FabricError as exc:
+                log.warning("tenancy: quarantining %s failed: %s", job.region, exc)
+
+    def _stop(self, job: _Job) -> None:
+        """A juggle-placed service yields its region to a tenant (asked again later while its
+        calls do not drain)."""
+        svc = self._by_device.get(job.device)
+        assert svc is not None
+        done = self._host.preempt_to_software(svc.service_id)
+        with self._cond:
+            if not done:  # its calls did not drain yet: try again later
+                self._jobs.append(job)
+                self._wait(0.05)
+            elif not self._closed:
+                try:
+                    self._execute(self._alloc.stopped(job.region, self._now()))
+                except AllocatorError as exc:  # the region faulted meanwhile
+                    log.warning("tenancy: stop of %s in %s: %s", job.device, job.region, exc)
+            self._bump()
+
+    def _place(self, job: _Job) -> None:
+        """Program ``job.region`` for ``job.device`` (a tenant's, or a preempted juggle-placed
+        service coming back) and report it to the allocator."""
+        region, device = job.region, job.device
         svc = self._by_device.get(device)
-        if kind == "stop":  # a juggle-placed service yields its region to a tenant
-            assert svc is not None
-            done = self._fw._preempt_to_software(svc.service_id)
-            with self._cond:
-                if not done:  # its calls did not drain yet: try again later
-                    self._jobs.append((kind, region, device))
-                    self._wait(0.05)
-                elif not self._closed:
-                    try:
-                        self._execute(self._alloc.stopped(region, self._now()))
-                    except AllocatorError as exc:  # the region faulted meanwhile
-                        log.warning("tenancy: stop of %s in %s: %s", device, region, exc)
-                self._bump()
-            return
         system = svc is not None and not svc.arbitrated
         gone = svc is None or svc.gone
         if gone:
             ok = True  # nothing to load: the device is released at once below
         elif system:
             assert svc is not None
-            ok = self._fw._return_to_hardware(svc.service_id, region)
+            ok = self._host.return_to_hardware(svc.service_id, region)
         else:
             ok = self._program(region, device)
         with self._cond:
-            self._programming -= 1
             if not self._closed:
                 try:
                     self._execute(self._alloc.reconfigured(region, self._now(), ok=ok))
@@ -938,7 +1191,7 @@ class TenantArbiter:
                     elif ok and system and svc is not None:
                         self._pin(svc)
                 except AllocatorError as exc:  # pragma: no cover - an invariant broke
-                    log.error("tenancy: %s of %s in %s refused: %s", kind, device, region, exc)
+                    log.error("tenancy: placing %s in %s refused: %s", device, region, exc)
                 if self._unindexed:
                     self._sweep()
             self._bump()
@@ -959,7 +1212,7 @@ class TenantArbiter:
         if self._alloc.device_state(SYSTEM_TENANT, svc.device) is _CONNECTED:
             self._execute(self._alloc.start(SYSTEM_TENANT, svc.device, self._now()))
 
-    def _next_job(self) -> tuple[str, str, str] | bool | None:
+    def _next_job(self) -> _Job | bool | None:
         """Under the lock: the next job, False after expiring holds, None to end (closed, or
         nothing to do: :meth:`_execute` starts a new manager when needed)."""
         while not self._closed:
@@ -977,17 +1230,34 @@ class TenantArbiter:
         return None
 
     def _program(self, region: str, device: str) -> bool:
-        """Load ``device``'s bitstream into ``region`` (outside the lock); False on failure."""
+        """Load ``device``'s bitstream into ``region`` and build its core there: the driver
+        on a guarded window (outside the lock); False on failure. A driver that fails to start
+        is a fault of the region: quarantined (noted by the host) until recovered."""
         svc = self._by_device.get(device)
         if svc is None or region not in svc.bitstreams:
             log.error("tenancy: no bitstream of %s for %s", device, region)
             return self._count(False)
         bitstream, data = svc.bitstreams[region]
+        fabric = self._host.fabric
         try:
-            self._fw.fabric.program(region, bitstream, data, resources=svc.resources, owner=OWNER)
+            fabric.program(region, bitstream, data, resources=svc.resources, owner=OWNER)
+            window = fabric.window(region)
         except JuggleError as exc:
             log.warning("tenancy: loading %s into %s failed: %s", svc.device, region, exc)
             return self._count(False)
+        try:
+            core = HardwareCore(
+                region, svc.driver, window, call_timeout_s=self._host.call_timeout_s
+            )
+        except JuggleError as exc:  # ModuleCodeError: the driver's constructor failed
+            reason = str(exc)
+            log.warning("tenancy: %s", reason)
+            with self._cond:
+                self._faulted[region] = reason
+            self._contain(_Job("contain", region, device, svc.service_id, reason))
+            return self._count(False)
+        with self._cond:
+            self._cores[region] = (device, core)
         return self._count(True)
 
     def _count(self, ok: bool) -> bool:
@@ -1000,7 +1270,7 @@ class TenantArbiter:
     def _new_allocator(self) -> Allocator:
         """The allocator over the fabric's regions and its profile's devices, with the
         framework's own tenant (the one juggles place services for)."""
-        profile = self._fw.fabric.profile
+        profile = self._host.fabric.profile
         port = profile.config_port
         devices: list[DeviceSpec] = []
         tasks: list[TaskDescriptor] = []
@@ -1023,7 +1293,7 @@ class TenantArbiter:
     def _device_of(self, svc: _Service) -> tuple[DeviceSpec, list[TaskDescriptor]]:
         """``svc`` as a device of the index: a profile device of that name lends its frame,
         preemption and context sizes; its seats are the regions its bitstreams target."""
-        profile = self._fw.fabric.profile
+        profile = self._host.fabric.profile
         base = next((d for d in profile.devices if d.name == svc.device), None)
         frame, pre, ctx = (
             (base.frame_us, base.preempt_us, base.context_bytes) if base else (0, 0, 0)
@@ -1066,11 +1336,14 @@ class TenantArbiter:
                 except Exception:
                     log.exception("tenancy: signal listener %r failed", callback)
 
-    def _seat(self, tenant: str, device: str) -> Seat:
-        seat = self._seats.get((tenant, device))
-        if seat is None:
-            seat = self._seats[(tenant, device)] = Seat(tenant, device)
-        return seat
+    def _gate(self, tenant: str, svc: _Service) -> _Gate:
+        """Under the lock: ``tenant``'s gate of ``svc``'s device (made on first use)."""
+        gate = self._gates.get((tenant, svc.device))
+        if gate is None:
+            gate = self._gates[(tenant, svc.device)] = _Gate(
+                self, tenant, svc.device, svc.service_id
+            )
+        return gate
 
     def _tenant(self, name: str) -> _Tenant:
         tenant = self._tenants.get(name)
@@ -1095,7 +1368,7 @@ class TenantArbiter:
     def _tenant_snapshot(self, t: _Tenant) -> TenantSnapshot:
         devices = []
         for spec in self._alloc.index.devices:
-            seat = self._seats.get((t.name, spec.name))
+            gate = self._gates.get((t.name, spec.name))
             svc = self._by_device.get(spec.name)
             devices.append(
                 TenantDeviceSnapshot(
@@ -1103,10 +1376,10 @@ class TenantArbiter:
                     service_id=svc.service_id if svc is not None else None,
                     state=self._alloc.device_state(t.name, spec.name).value,
                     region=self._alloc.connected_region(t.name, spec.name),
-                    running=seat.running if seat else False,
-                    calls=seat.calls if seat else 0,
-                    waits=seat.waits if seat else 0,
-                    preemptions=seat.preemptions if seat else 0,
+                    running=gate.running if gate else False,
+                    calls=gate.calls if gate else 0,
+                    waits=gate.waits if gate else 0,
+                    preemptions=gate.preemptions if gate else 0,
                     context_bytes=len(self._alloc.interface(t.name, spec.name).load()),
                 )
             )
@@ -1126,6 +1399,7 @@ class TenantArbiter:
                 programs=c["programs"],
                 program_failures=c["failures"],
                 action_faults=c["faults"],
+                faulted=dict(self._faulted),
             )
 
     def close(self) -> None:

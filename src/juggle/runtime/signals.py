@@ -1,9 +1,9 @@
-"""What tenants see and hold when they share the fabric live (see :mod:`juggle.runtime.tenancy`).
+"""What a tenant sees of the shared fabric (see :mod:`juggle.runtime.tenancy`): its signals and
+frozen snapshots.
 
-A tenant reads its WAIT / READY / PREEMPT signals from a :class:`SignalChannel` and gets frozen
-:class:`TenantSnapshot` views. Each of its consumers' proxies of an arbitrated service calls a
-:class:`VirtualDevice`, whose driver sits on a :class:`SeatWindow`: an MMIO that follows the
-region the virtual device is connected to (the paper's interface connect and disconnect).
+A tenant reads its WAIT / READY / PREEMPT signals from a :class:`SignalChannel`, like a process
+reading an IPC queue (Ker-ONE's Table 2), and gets :class:`TenantSnapshot` views of itself and
+its virtual devices. Nothing here holds a region or runs a call: the arbiter does.
 """
 
 from __future__ import annotations
@@ -13,48 +13,40 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from juggle.core.allocstats import AllocatorStats
 from juggle.core.tenants import ProgrammingModel, SignalKind
-from juggle.errors import ProgrammingModelError, RegionEmptyError, TenancyError
-from juggle.fabric.mmio import MMIO
-from juggle.runtime.interfaces import interface_methods, short_name
-from juggle.runtime.proxy import StateRecord
-
-if TYPE_CHECKING:
-    from juggle.runtime.tenancy import TenantArbiter
+from juggle.errors import ProgrammingModelError, TenancyError
 
 __all__ = [
     "SIGNAL_BACKLOG",
-    "Seat",
-    "SeatWindow",
     "SignalChannel",
     "TenancyStatistics",
     "TenantDeviceSnapshot",
     "TenantSignal",
     "TenantSnapshot",
-    "VirtualDevice",
     "parse_model",
-    "virtual_device_class",
 ]
 
 #: Signals a channel keeps for a reader that does not read (older ones are dropped).
 SIGNAL_BACKLOG = 1024
+#: The kinds :meth:`SignalChannel.wait_for` accepts (the strings match their enum members).
+_KINDS = frozenset(SignalKind)
 
 
 @dataclass(frozen=True, slots=True)
 class TenantSignal:
     """One WAIT / READY / PREEMPT told to ``tenant`` about its ``device`` (of ``service_id``).
 
-    ``kind`` is ``"wait"``, ``"ready"`` or ``"preempt"``; ``at_us`` is the monotonic clock in
-    microseconds; ``seq`` numbers the arbiter's signals in emission order.
+    ``kind`` is a :class:`~juggle.core.tenants.SignalKind`, a string enum (``kind == "wait"``
+    holds, and JSON shows ``"wait"``); ``at_us`` is the monotonic clock in microseconds;
+    ``seq`` numbers the arbiter's signals in emission order.
     """
 
     tenant: str
     device: str
     service_id: int | None
-    kind: str
+    kind: SignalKind
     at_us: float
     seq: int
 
@@ -101,16 +93,15 @@ class SignalChannel:
     def wait_for(
         self, kind: str, *, device: str | None = None, timeout: float | None = None
     ) -> TenantSignal | None:
-        """Read signals until one of ``kind`` (about ``device``, if given) arrives, within
-        ``timeout`` seconds; the signals read before it are consumed. None on timeout.
+        """Read signals until one of ``kind`` (``"wait"``, ``"ready"`` or ``"preempt"``, or
+        the :class:`~juggle.core.tenants.SignalKind`; about ``device``, if given) arrives,
+        within ``timeout`` seconds; the signals read before it are consumed. None on timeout.
 
         Raises :class:`~juggle.errors.TenancyError` for a ``kind`` that is no signal.
         """
-        valid = {k.value for k in SignalKind}
-        if kind not in valid:
-            raise TenancyError(
-                f'"kind" must be one of {", ".join(sorted(valid))}; got {kind!r}', subject=kind
-            )
+        if kind not in _KINDS:
+            valid = ", ".join(sorted(k.value for k in SignalKind))
+            raise TenancyError(f'"kind" must be one of {valid}; got {kind!r}', subject=kind)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
@@ -180,113 +171,15 @@ class TenantSnapshot:
 @dataclass(frozen=True, slots=True)
 class TenancyStatistics:
     """The arbiter: the allocator's snapshot, every indexed service (id → device), programs
-    done for tenants, failed ones, and actions that failed to execute."""
+    done for tenants, failed ones, actions that failed to execute, and the regions whose core
+    failed under a tenant's call (quarantined until recovered), each with the reason."""
 
     allocator: AllocatorStats
     services: Mapping[int, str]
     programs: int
     program_failures: int
     action_faults: int
-
-
-class SeatWindow:
-    """The MMIO a tenant's driver holds: forwards to the window of the region its virtual
-    device is connected to (the paper's IF connect/disconnect); refuses while disconnected."""
-
-    def __init__(self, label: str) -> None:
-        self._label = label
-        self._target: MMIO | None = None
-        self._size = 0
-
-    @property
-    def size(self) -> int:
-        """Size of the connected window (of the last one while disconnected)."""
-        return self._size
-
-    def attach(self, window: MMIO) -> None:
-        """Connect: accesses go to ``window`` from now on."""
-        self._target = window
-        self._size = window.size
-
-    def detach(self) -> None:
-        """Disconnect: accesses raise until the next :meth:`attach`."""
-        self._target = None
-
-    def _window(self) -> MMIO:
-        target = self._target
-        if target is None:
-            raise RegionEmptyError(
-                f"virtual device {self._label} is not connected to a region", self._label
-            )
-        return target
-
-    def read32(self, offset: int) -> int:
-        """Read the connected window. Raises :class:`~juggle.errors.RegionEmptyError` while
-        disconnected, else what the window raises."""
-        return self._window().read32(offset)
-
-    def write32(self, offset: int, value: int) -> None:
-        """Write the connected window; raises as :meth:`read32`."""
-        self._window().write32(offset, value)
-
-
-class Seat:
-    """The live side of one (tenant, device): its window, its driver, where it is attached."""
-
-    def __init__(self, tenant: str, device: str) -> None:
-        self.tenant = tenant
-        self.device = device
-        self.window = SeatWindow(f"{tenant}/{device}")
-        self.driver: object | None = None
-        self.region: str | None = None
-        self.running = False
-        self.call_lock = threading.Lock()
-        self.record = StateRecord()  # the tenant's state-setting calls, replayed where needed
-        self.needs_replay = False
-        self.pending_context: bytes | None = None  # restored by the driver once connected
-        self.calls = 0
-        self.waits = 0
-        self.preemptions = 0
-        self.gone = False  # the tenant gave the service back: release when the call ends
-
-
-class VirtualDevice:
-    """What a tenant consumer's proxy calls for an arbitrated service: every method obtains
-    the device's region through the arbiter (blocking or raising
-    :class:`~juggle.errors.WaitSignal`), then runs on the tenant's own driver.
-
-    One per (tenant, service); a subclass per interface adds the interface's methods.
-    """
-
-    __slots__ = ("_arbiter", "device", "service_id", "tenant")
-
-    def __init__(self, arbiter: TenantArbiter, tenant: str, device: str, service_id: int):
-        self._arbiter = arbiter
-        self.tenant = tenant
-        self.device = device
-        self.service_id = service_id
-
-    def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return self._arbiter.run_call(self, name, args, kwargs)
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.tenant}/{self.device} service {self.service_id}>"
-
-
-def virtual_device_class(interface: type, name: str) -> type[VirtualDevice]:
-    """A :class:`VirtualDevice` subclass with one method per method of ``interface``."""
-
-    def make(method: str) -> Callable[..., Any]:
-        def call(self: VirtualDevice, *args: Any, **kwargs: Any) -> Any:
-            return self._call(method, args, kwargs)
-
-        call.__name__ = method
-        return call
-
-    attrs: dict[str, Any] = {"__slots__": (), "__doc__": interface.__doc__}
-    for spec in interface_methods(interface):
-        attrs[spec.name] = make(spec.name)
-    return type(f"{short_name(name)}VirtualDevice", (VirtualDevice,), attrs)
+    faulted: Mapping[str, str]
 
 
 def parse_model(model: str | ProgrammingModel) -> ProgrammingModel:

@@ -42,7 +42,7 @@ from juggle.runtime.framework import (
 from juggle.runtime.interfaces import state_setting
 from juggle.runtime.modules import Module, ModuleState
 from juggle.runtime.proxy import ServiceProxy
-from juggle.runtime.tenants import SignalChannel, TenantSignal, TenantSnapshot
+from juggle.runtime.signals import SignalChannel, TenantSignal, TenantSnapshot
 
 __version__ = "0.1.0"
 

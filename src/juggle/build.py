@@ -15,17 +15,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from juggle.errors import BackendError, DescriptorError, ResourceError
+from juggle.errors import BackendError, DescriptorError
 from juggle.fabric.profiles import load_profile
-from juggle.fabric.resources import Resources, kinds_of
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.progress import Progress
 from juggle.runtime.modules import ModuleSource
+from juggle.runtime.synthesis import REPORT_FILE
 
-__all__ = ["REPORT_FILE", "build_module", "read_report"]
-
-#: the synthesis report beside a module's descriptor
-REPORT_FILE = "resources.json"
+__all__ = ["build_module"]
 
 
 def _rtl_of(source: ModuleSource, design: str) -> tuple[list[Path], str]:
@@ -102,38 +99,3 @@ def build_module(
     target.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     document["path"] = str(target)
     return document
-
-
-def read_report(source: ModuleSource) -> dict[str, Resources]:
-    """Design → synthesized resources from the module's ``resources.json`` (empty without
-    one). Raises :class:`~juggle.errors.DescriptorError` naming the file when it is
-    malformed."""
-    if not source.exists(REPORT_FILE):
-        return {}
-    shown = source.display(REPORT_FILE)
-    try:
-        document = json.loads(source.read_bytes(REPORT_FILE, "max_descriptor_bytes"))
-        family = document.get("family")
-        out = {}
-        for design, entry in document["designs"].items():
-            figures = {str(k): int(v) for k, v in dict(entry["resources"]).items()}
-            if not figures:
-                raise KeyError("resources")
-            # the family the report was built for, when its figures are in that family's kinds
-            # (a report of an older juggle holds slice kinds for every family)
-            known = isinstance(family, str) and _counts_in(family, figures)
-            out[str(design)] = Resources(family=family if known else None, **figures)
-        return out
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ResourceError) as exc:
-        raise DescriptorError(
-            f"{shown}: not a synthesis report of juggle module build ({type(exc).__name__}: {exc})",
-            shown,
-        ) from exc
-
-
-def _counts_in(family: str, figures: dict[str, int]) -> bool:
-    try:
-        kinds = kinds_of(family)
-    except ResourceError:
-        return False
-    return all(k in kinds for k in figures)

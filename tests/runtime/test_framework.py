@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shutil
 import sys
 import threading
@@ -13,6 +15,7 @@ import pytest
 from Crypto.Cipher import DES3
 
 import juggle
+import juggle.runtime
 from juggle.errors import (
     BitstreamTooLargeError,
     BridgeError,
@@ -265,7 +268,7 @@ FAILING_STEP_ERRORS: dict[str, type[Exception]] = {
 @pytest.mark.parametrize("step", list(FAILING_STEP_ERRORS))
 def test_failed_step_rolls_back(fw: juggle.Framework, step: str) -> None:
     """A swap (TDES out, DES into TDES's region) failing at one programming step is undone
-    (runtime/juggler.py): the leaving TDES serves from its region again, the region holding
+    (runtime/juggling.py): the leaving TDES serves from its region again, the region holding
     TDES's design (left intact when the step failed before the write, else programmed back by
     the undo), and DES stays in software. Nothing is left that nobody serves from."""
     start(fw, "tdes")
@@ -419,3 +422,185 @@ def test_get_service_by_filter_and_ranking(fw: juggle.Framework) -> None:
     )
     with pytest.raises(ServiceUnavailableError, match="aes"):
         fw.get_service("EncryptionService", filter="(algorithm=aes)")
+
+
+# -- the facade's records: proxy_info, options, tiers ------------------------------------------
+
+
+def hardware_only_tdes(tmp_path: Path) -> Path:
+    """A copy of the tdes co-module with its hardware tier alone."""
+    target = tmp_path / "tdes_hw"
+    shutil.copytree(MODULES / "tdes", target)
+    toml = target / "juggle.toml"
+    text = toml.read_text()
+    for tier, cls in (("software", "SoftwareTDES"), ("native", "NativeTDES")):
+        text = text.replace(f'[services.{tier}]\nclass = "tdes_module.{cls}"\n', "")
+    toml.write_text(text.replace('name = "tdes"', 'name = "tdes_hw"'))
+    return target
+
+
+def test_proxy_info_names_service_methods_and_state(fw: juggle.Framework) -> None:
+    start(fw, "tdes")  # shared: one state for every consumer
+    start(fw, "audio")  # per consumer: a state each
+    mail = fw.get_service("EncryptionService", consumer="mail")
+    web = fw.get_service("EncryptionService", consumer="web")
+    info = fw.proxy_info(mail)
+    assert isinstance(info, juggle.runtime.ProxyInfo)
+    assert (info.service_id, info.interface, info.consumer, info.device) == (
+        mail.service_id,
+        "crypto.EncryptionService",
+        "mail",
+        None,
+    )
+    assert info.methods == (("load_key", True), ("encrypt", False), ("decrypt", False))
+    assert fw.proxy_info(web).state is info.state  # shared service: one state
+    first = fw.proxy_info(fw.get_service("DecoderService", consumer="a"))
+    second = fw.proxy_info(fw.get_service("DecoderService", consumer="b"))
+    assert first.state is not second.state  # per-consumer service: a state each
+    assert first.methods == second.methods and any(s for _, s in first.methods)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.consumer = "other"  # type: ignore[misc]
+
+
+def test_proxy_info_refuses_what_is_no_live_proxy(fw: juggle.Framework) -> None:
+    module = start(fw, "tdes")
+    proxy = fw.get_service("EncryptionService", consumer="mail")
+    for bad in (object(), proxy.service_id, None):
+        with pytest.raises(UnknownServiceError, match="live proxy"):
+            fw.proxy_info(bad)  # type: ignore[arg-type]
+    assert fw.unget_service(proxy)
+    with pytest.raises(UnknownServiceError, match="live proxy"):
+        fw.proxy_info(proxy)  # given back
+    again = fw.get_service("EncryptionService", consumer="mail")
+    assert fw.proxy_info(again).consumer == "mail"
+    module.stop()
+    with pytest.raises(UnknownServiceError, match="live proxy"):
+        fw.proxy_info(again)  # its service stopped
+
+
+def test_proxy_info_names_a_tenants_device(fw: juggle.Framework, tmp_path: Path) -> None:
+    """A service shared among tenants: the proxy's device is the arbiter's device name."""
+    fw.add_tenant("alice")
+    module = fw.install(hardware_only_tdes(tmp_path))
+    module.start()
+    proxy = fw.get_service("EncryptionService", consumer="alice")
+    device = fw.proxy_info(proxy).device
+    assert device == "tdes"
+    (tenant,) = fw.tenants()
+    assert [d.device for d in tenant.devices] == [device]
+
+
+def test_options_are_one_frozen_checked_object() -> None:
+    with juggle.Framework("xupv2p", verify_sample=4, trace_sample=16) as fw:
+        options = fw.options
+        assert isinstance(options, juggle.runtime.FrameworkOptions)
+        assert (options.verify_sample, options.trace_sample) == (4, 16)
+        assert (fw.verify_sample, fw.trace_sample) == (4, 16)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            options.verify_sample = 1  # type: ignore[misc]
+        fw.verify_sample = 1  # a live setting: a new options object
+        assert fw.options.verify_sample == 1 and options.verify_sample == 4
+        with pytest.raises(juggle.ConfigurationError, match='"verify_sample" must be an int'):
+            fw.verify_sample = -1
+        assert fw.options.verify_sample == 1
+    with pytest.raises(juggle.ConfigurationError, match='"trace_sample" must be a power of two'):
+        juggle.runtime.FrameworkOptions(trace_sample=3)
+    with pytest.raises(juggle.ConfigurationError, match='"call_timeout_s" must be a number > 0'):
+        juggle.Framework("xupv2p", call_timeout_s=0)
+    rtl = juggle.runtime.FrameworkOptions(hardware="rtl")
+    assert rtl.backend == "rtl" and rtl.replace(verify_sample=2).backend == "rtl"
+
+
+def test_tiers_are_an_enum_that_reads_as_its_value(fw: juggle.Framework) -> None:
+    start(fw, "tdes")
+    (snap,) = fw.services()
+    assert snap.tier is juggle.runtime.Tier.NATIVE and snap.tier == "native"
+    assert snap.tiers == tuple(juggle.runtime.Tier)
+    report = fw.juggle(to_hardware=snap.service_id)
+    assert report.tiers == {snap.service_id: "hardware"}
+    assert json.dumps({"tier": fw.services()[0].tier}) == '{"tier": "hardware"}'
+    assert f"{fw.statistics(snap.service_id).tier}" == "hardware"
+
+
+def test_module_resolved_services_are_frozen(fw: juggle.Framework) -> None:
+    module = start(fw, "tdes")
+    (resolved,) = module.resolved
+    assert isinstance(module.resolved, tuple)
+    assert set(resolved.classes) == {"software", "native"} and resolved.hardware is not None
+    assert resolved.spec.interfaces == ["crypto.EncryptionService"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        resolved.hardware = None  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        resolved.classes["hardware"] = object  # type: ignore[index]
+
+
+def test_a_juggle_runs_its_steps_through_the_core_executor(
+    fw: juggle.Framework, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The juggle's plan is carried out as decision-core actions dispatched by
+    ``juggle.core.execute.execute`` (leave: Disconnect; enter: Reconfigure, Connect)."""
+    from juggle.core import execute as core_execute
+    from juggle.runtime import juggling
+
+    start(fw, "tdes")
+    start(fw, "des")
+    tdes, des = (s.service_id for s in fw.services())
+    seen: list[str] = []
+
+    def spy(ops: object, actions: object) -> int:
+        listed = list(actions)  # type: ignore[call-overload]
+        seen.extend(f"{type(a).__name__} {a.device} {a.region}" for a in listed)
+        return core_execute.execute(ops, listed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(juggling, "execute", spy)
+    fw.juggle(to_hardware=tdes)
+    assert seen == [f"Reconfigure {tdes} prr0", f"Connect {tdes} prr0"]
+    seen.clear()
+    fw.juggle(to_hardware=des, to_software=[tdes])
+    assert seen == [f"Disconnect {tdes} prr0", f"Reconfigure {des} prr0", f"Connect {des} prr0"]
+    assert {s.service_id: s.tier for s in fw.services()} == {tdes: "native", des: "hardware"}
+
+
+def test_a_juggles_steps_refuse_actions_no_juggle_has(fw: juggle.Framework) -> None:
+    from juggle.core.actions import Signal
+    from juggle.core.tenants import ProgrammingModel, SignalKind
+    from juggle.errors import UnknownActionError
+    from juggle.runtime.juggling import JuggleStep, JuggleSteps
+
+    account = JuggleStep()
+    steps = JuggleSteps(fw.fabric, fw.options, fw._table)
+    stray = Signal("<juggle>", "1", SignalKind.READY, ProgrammingModel.NATIVE)
+    with pytest.raises(UnknownActionError, match="Disconnect, Reconfigure and Connect"):
+        steps.run([stray], account, (), None)
+    assert account.steps == [] and account.undo == []
+
+
+def test_juggle_actions_write_the_plan_and_reuse_what_they_wrote(fw: juggle.Framework) -> None:
+    from juggle.core.actions import Connect, Disconnect, Reconfigure
+    from juggle.core.placement import JugglePlan
+    from juggle.runtime.juggling import MEMO_LIMIT, ActionMemo, juggle_actions
+
+    start(fw, "tdes")
+    start(fw, "des")
+    tdes, des = (fw._table.managed(s.service_id) for s in fw.services())
+    fw.juggle(to_hardware=tdes.service_id)
+    plan = JugglePlan(des.service_id, (tdes.service_id,), "prr0", True)
+    memo: ActionMemo = {}
+    first = juggle_actions(plan, des, [tdes], fw.fabric, memo)
+    assert [type(a) for a in first] == [Disconnect, Reconfigure, Connect]
+    reconfigure = first[1]
+    assert isinstance(reconfigure, Reconfigure)
+    assert (reconfigure.region, reconfigure.device, reconfigure.bitstream) == (
+        "prr0",
+        str(des.service_id),
+        "des",
+    )
+    assert reconfigure.t_rcfg_us > 0  # modeled: the configuration port's transfer
+    again = juggle_actions(plan, des, [tdes], fw.fabric, memo)
+    assert again == first and all(a is b for a, b in zip(again, first, strict=True))
+    for i in range(MEMO_LIMIT):
+        memo[("other", i)] = ()
+    juggle_actions(plan, des, [tdes], fw.fabric, memo)
+    assert len(memo) == 2  # full: started afresh
+    out = juggle_actions(JugglePlan(None, (tdes.service_id,), None, False), None, [tdes], fw.fabric)
+    assert out == [Disconnect("<juggle>", str(tdes.service_id), "prr0")]

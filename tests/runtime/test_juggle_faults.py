@@ -209,7 +209,7 @@ def test_fabric_faults_during_a_juggle_change_nothing(
         other_proxy.load_key(KEYS[1])
     caller = caller_for(proxy, KEYS[0])
     wait_for(lambda: caller.calls > 0)  # the caller is under way before the fault is armed
-    entering = fw._managed_of(other if other is not None else sid).hardware
+    entering = fw._table.managed(other if other is not None else sid).hardware
     assert entering is not None
     driver = entering.driver
     try:
@@ -230,7 +230,7 @@ def test_fabric_faults_during_a_juggle_change_nothing(
     faults = fw.fabric.faults.statistics()
     assert faults.fired[step] == 1 and faults.armed[step] == 0  # the fault fired, once
     assert sum(faults.fired.values()) == 1
-    wait_for(lambda: fw._supervisor is None)
+    wait_for(lambda: not fw._supervisor.busy)
     assert list(fw.faults) == []  # the juggle met the fault, no consumer call did
     tier, state = OUTCOMES[(step, direction)]
     tiers = {s.service_id: (s.tier, s.region) for s in fw.services()}
@@ -282,7 +282,7 @@ def test_driver_error_in_a_call_a_juggle_out_drains(tmp_path: Path) -> None:
         proxy = fw.get_service("EncryptionService", consumer="app")
         proxy.load_key(KEYS[5])
         inside, go = threading.Event(), threading.Event()
-        managed = fw._managed_of(sid)
+        managed = fw._table.managed(sid)
         assert managed.hardware is not None
         managed.hardware.driver = held_call_driver(inside, go)
         fw.juggle(to_hardware=sid)
@@ -315,7 +315,7 @@ def test_driver_error_in_a_call_a_juggle_out_drains(tmp_path: Path) -> None:
         assert faults.fired["driver_error"] == 1 and faults.armed["driver_error"] == 0
         assert results == [tdes_reference(KEYS[5], PLAIN)]  # served by software instead
         assert fw.statistics(sid).fallbacks == before + 1
-        wait_for(lambda: fw._supervisor is None)
+        wait_for(lambda: not fw._supervisor.busy)
         assert list(fw.faults) == []  # the service had left that core: nothing to contain
         assert fw.services()[0].tier == "native" and fw.services()[0].region is None
         assert [r.state for r in fw.regions()] == ["EMPTY"]
@@ -397,7 +397,7 @@ def test_a_driver_failing_after_programming_leaves_no_region_loaded(
     fw: juggle.Framework, tmp_path: Path
 ) -> None:
     sid = start_tdes(fw, tmp_path, per_consumer=False)
-    managed = fw._managed_of(sid)
+    managed = fw._table.managed(sid)
     assert managed.hardware is not None
 
     class Broken:
@@ -476,7 +476,7 @@ def test_hardware_only_service_raises_hardware_fault_error(fw: juggle.Framework)
     module = fw.install(MODULES / "tdes")
     module.start()
     sid = fw.services()[0].service_id
-    managed = fw._managed_of(sid)
+    managed = fw._table.managed(sid)
     managed.classes = {}
     managed.home_tier = "hardware"
     fw.juggle(to_hardware=sid)

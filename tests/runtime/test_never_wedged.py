@@ -111,7 +111,7 @@ def test_a_region_quarantined_for_its_core_stays_out_until_recover(
     fw.fabric.faults.arm("driver_error")  # a bus error: the core's doing, not programming's
     assert encrypt(proxy, PLAIN) == tdes_reference(KEYS[1], PLAIN)  # served by software
     wait_until(lambda: fw.fabric.region("prr0").snapshot().quarantined, "quarantine")
-    wait_until(lambda: fw._supervisor is None, "the fault contained")
+    wait_until(lambda: not fw._supervisor.busy, "the fault contained")
     with pytest.raises(SanityCheckError, match="quarantined"):
         fw.juggle(to_hardware=sid)
     assert fw.fabric.region("prr0").snapshot().state == "ERROR"
@@ -185,11 +185,11 @@ def test_a_module_stopped_during_a_juggle_starts_again(
     proxy = fw.get_service("EncryptionService", consumer="app")
     proxy.load_key(KEYS[2])
     inside, go = threading.Event(), threading.Event()
-    managed = fw._managed_of(sid)
+    managed = fw._table.managed(sid)
     assert managed.hardware is not None
     managed.hardware.driver = held_driver(inside, go)
-    spy = SpyLock(fw._juggle_lock)
-    fw._juggle_lock = spy  # type: ignore[assignment]
+    spy = SpyLock(fw._juggler.lock)
+    fw._juggler.lock = spy  # type: ignore[assignment]
     juggling = Worker(lambda: fw.juggle(to_hardware=sid))
     juggling.start()
     try:
@@ -211,8 +211,8 @@ def test_a_module_stopped_during_a_juggle_starts_again(
     assert fw.services() == ()
     assert [r.state for r in fw.regions()] == ["EMPTY"]  # the stop took it out again
     settled(fw)
-    assert fw._tenancy.statistics().services == {}
-    assert fw._tenancy._services == {} and fw._tenancy._seats == {}
+    assert fw._juggler.arbiter.statistics().services == {}
+    assert fw._juggler.arbiter._services == {} and fw._juggler.arbiter._gates == {}
     if how == "uninstall":
         module = fw.install(folder)
     module.start()  # once: "device name 'tdes' appears twice"
@@ -243,7 +243,7 @@ def test_stopping_a_module_from_inside_its_own_juggle_is_refused(
                 refused.append(exc)
             super().__init__(mmio)
 
-    managed = fw._managed_of(sid)
+    managed = fw._table.managed(sid)
     assert managed.hardware is not None
     managed.hardware.driver = StoppingDriver
     fw.juggle(to_hardware=sid)
@@ -295,7 +295,7 @@ def test_a_failed_rollback_leaves_a_region_recover_clears(
     region = fw.fabric.region("prr0").snapshot()
     assert region.state == after and not region.quarantined
     settled(fw)
-    (booked,) = fw._tenancy.statistics().allocator.regions
+    (booked,) = fw._juggler.arbiter.statistics().allocator.regions
     assert booked.state == "Idle" and booked.client is None  # the allocator agrees: free
     assert encrypt(pa, PLAIN) == tdes_reference(KEYS[4], PLAIN)
     assert encrypt(pb, PLAIN) == tdes_reference(KEYS[5], PLAIN)
@@ -348,8 +348,8 @@ def test_install_uninstall_cycles_keep_memory_flat(tmp_path: Path) -> None:
         cycles(500)
         gc.collect()
         growth = _rss_bytes() - before
-        arbiter = fw._tenancy
+        arbiter = fw._juggler.arbiter
         assert arbiter._services == {} and arbiter._by_device == {}
-        assert arbiter._unindexed == {} and arbiter._seats == {}
+        assert arbiter._unindexed == {} and arbiter._gates == {}
         assert arbiter.statistics().allocator.regions[0].design is None
         assert growth < 10 * 2**20, f"RSS grew {growth / 2**20:.1f} MiB in 500 cycles"

@@ -137,12 +137,12 @@ def test_a_quarantined_core_is_cut_off_the_bus_at_once(
     RegionEmptyError, while the fabric still has the region PROGRAMMED with its bridge open
     (the supervisor that marks it is held back): the runtime's own guard cut it off."""
     sid, proxy = in_hardware(fw, tmp_path)
-    managed = fw._managed_of(sid)
+    managed = fw._table.managed(sid)
     assert managed.core is not None
     driver = managed.core.driver
     window = driver.held
     assert window.read32(0x3C) == 0x54444553  # the core's ID register answers ("TDES")
-    with fw._juggle_lock:  # the fault supervisor waits: the fabric keeps the region as it is
+    with fw._juggler.lock:  # the fault supervisor waits: the fabric keeps the region as it is
         fw.fabric.faults.arm("driver_error")
         assert encrypt(proxy, PLAIN) == tdes_reference(KEYS[0], PLAIN)  # served by software
         assert fw.fabric.faults.statistics().fired["driver_error"] == 1

@@ -150,7 +150,7 @@ def test_core_context_switches_are_counted_and_saved_by_the_driver(
     b = fw.get_service("EncryptionService", consumer="b")
     a.load_key(KEYS[0])
     b.load_key(KEYS[1])
-    core = fw._managed_of(sid).core
+    core = fw._table.managed(sid).core
     assert core is not None and core.saves_context
     before = core.switches
     for _ in range(5):
@@ -247,7 +247,7 @@ def test_the_software_implementation_left_is_taken_up_again_with_the_state_set_s
     """Back from hardware, a service resumes the software implementation it left (no new one,
     no replay) when the state did not change, and replays onto it what changed meanwhile."""
     sid = start_tdes(fw, tmp_path, per_consumer=per_consumer)
-    managed = fw._managed_of(sid)
+    managed = fw._table.managed(sid)
     mail = fw.get_service("EncryptionService", consumer="mail")
     music = fw.get_service("EncryptionService", consumer="music")
     mail.load_key(KEYS[0])
@@ -299,7 +299,7 @@ def test_a_resumed_implementation_continues_from_the_context_the_core_reached(
     decoder = fw.get_service("DecoderService", consumer="player")
     out = [decoder.decode(chunks[0])]
     for chunk in chunks[1:]:
-        if fw._managed_of(snap.service_id).tier == "hardware":
+        if fw._table.managed(snap.service_id).tier == "hardware":
             fw.juggle(to_software=[snap.service_id])
         else:
             fw.juggle(to_hardware=snap.service_id)

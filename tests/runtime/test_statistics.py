@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pytest
 
 import juggle
 from juggle.core.controllers.base import StatsSnapshot
+from juggle.runtime.tracing import RateWindow
 
 MODULES = Path(__file__).resolve().parents[2] / "examples" / "modules"
 
@@ -96,3 +99,92 @@ def test_counts_survive_many_juggles_and_drained_rows_stay_bounded(fw: juggle.Fr
     st = fw.statistics(a.service_id)
     assert {t: st.per_tier[t].calls for t in expected} == expected
     assert st.total.calls == sum(expected.values())
+
+
+def test_one_consumers_figures(fw: juggle.Framework) -> None:
+    """``statistics(sid, consumer)``: only that consumer's calls through the proxy it holds,
+    with the service's own hardware figures; a consumer holding no proxy gets zeros."""
+    a = fw.get_service("AddService", consumer="a")
+    b = fw.get_service("AddService", consumer="b")
+    sid = a.service_id
+    for i in range(30):
+        a.add(i, 1)
+    fw.juggle(to_hardware=sid)
+    for i in range(20):
+        b.add(i, 2)
+    a.add(1, 1)
+    mine = fw.statistics(sid, consumer="a")
+    full = fw.statistics(sid)
+    assert mine.total.calls == 31 and full.total.calls == 51
+    assert list(mine.per_consumer) == ["a"] and mine.per_consumer["a"].calls == 31
+    assert {t: s.calls for t, s in mine.per_tier.items()} == {"software": 30, "hardware": 1}
+    assert mine.per_method["add"].calls == 31
+    assert mine.tier == full.tier == "hardware" and mine.rate_per_s > 0
+    assert mine.hardware_modeled_mean_us == full.hardware_modeled_mean_us is not None
+    assert (mine.fallbacks, mine.verified, mine.mismatches) == (
+        full.fallbacks,
+        full.verified,
+        full.mismatches,
+    )
+    for nobody in ("nobody", "(released)"):
+        none = fw.statistics(sid, consumer=nobody)
+        assert none.total.calls == 0 and none.rate_per_s == 0.0 and none.inflight == 0
+        assert none.per_consumer == {} and none.per_tier == {} and none.per_method == {}
+    assert fw.unget_service(b)
+    gone = fw.statistics(sid, consumer="b")  # its calls are the released ones now
+    assert gone.total.calls == 0 and gone.per_consumer == {}
+    assert fw.statistics(sid).per_consumer["(released)"].calls == 20
+
+
+def test_one_consumers_calls_in_flight(fw: juggle.Framework) -> None:
+    """The in-flight count with ``consumer`` is that of its own proxy."""
+    entered, release = threading.Event(), threading.Event()
+
+    class Blocking:
+        def add(self, a: int, b: int) -> int:
+            entered.set()
+            assert release.wait(30), "the test never released the call"
+            return a + b
+
+    sid = fw.register_service("math.AddService", Blocking(), ranking=10)
+    a = fw.get_service("AddService", consumer="a")
+    b = fw.get_service("AddService", consumer="b")
+    assert a.service_id == b.service_id == sid
+    caller = threading.Thread(target=a.add, args=(1, 2))
+    caller.start()
+    try:
+        assert entered.wait(10), "the call never started"
+        assert fw.statistics(sid, consumer="a").inflight == 1
+        assert fw.statistics(sid, consumer="b").inflight == 0
+        assert fw.statistics(sid).inflight == 1
+    finally:
+        release.set()
+        caller.join(10)
+    assert fw.statistics(sid, consumer="a").inflight == 0
+
+
+def test_rate_window_counts_since_the_newest_reading_a_window_old() -> None:
+    """The windowed rate rule every statistics() rate uses (service, or consumer)."""
+    window = RateWindow(started=100.0)
+    assert window.rate(10, now=100.5) == pytest.approx(20.0)  # younger than a window: since start
+    assert window.rate(20, now=101.0) == pytest.approx(20.0)  # 100.5 is not a window old yet
+    assert window.rate(30, now=101.6) == pytest.approx((30 - 10) / 1.1)  # since 100.5
+    assert window.rate(30, now=101.6) == pytest.approx((30 - 10) / 1.1)  # 101.0: 0.6 s old
+    assert RateWindow(started=5.0).rate(0, now=5.0) == 0.0  # no span yet
+
+
+def test_one_consumers_rate_counts_from_its_own_proxy(fw: juggle.Framework) -> None:
+    """A consumer's rate is its calls over the time since it took its proxy (bounded on both
+    sides by clock readings around the steps), not over the service's lifetime."""
+    x = fw.get_service("AddService", consumer="x")
+    for i in range(500):
+        x.add(i, 1)
+    before = time.monotonic()
+    a = fw.get_service("AddService", consumer="a")
+    after = time.monotonic()
+    for i in range(31):
+        a.add(i, 1)
+    asked = time.monotonic()
+    rate = fw.statistics(a.service_id, consumer="a").rate_per_s
+    answered = time.monotonic()
+    assert 31 / (answered - before) <= rate <= 31 / (asked - after)

@@ -339,7 +339,7 @@ def test_a_mismatch_makes_the_next_region_warm_up_longer_then_it_thins_out(
     fw: juggle.Framework, tmp_path: Path
 ) -> None:
     sid, proxy = in_hardware(fw, tmp_path)
-    managed = fw._managed_of(sid)
+    managed = fw._table.managed(sid)
     assert calls(proxy, KEYS[0], 200) == 0  # settled: one call in 16 checked
     fw.fabric.faults.arm("core_garbage")
     wrong = 0

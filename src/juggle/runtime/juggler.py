@@ -1,25 +1,13 @@
-"""Carrying out a juggle: every step paired with its undo, so a juggle never wedges.
+"""Juggle execution: the juggle primitive, tier changes, the juggle history, and the arbiter.
 
-The decision (which region, may it at all) is the allocator's
-(:meth:`juggle.core.allocator.Allocator.juggle`, which asks
-:func:`juggle.core.placement.plan_juggle`); this module executes it against the fabric and the
-proxies, like ``fpga_region_program_fpga``: each step that succeeded pushes its undo, and any
-failure runs the undos in reverse. Afterwards every service serves from the tier it was on
-before, every region holds the design of the service that serves from it or is empty or ERROR,
-and the next juggle works.
-
-Steps for a service leaving the fabric: its proxies switch to its software tier (state carried),
-the old hardware slots drain, the region is unloaded (unless the entering service reuses it).
-For the entering one: the region is programmed, the driver built on it, the proxies switch to
-hardware (state carried onto the virtual devices), the old software slots drain. A leaving
-service whose design was overwritten or unloaded before a later step failed is programmed back.
-
-An undo can fail too (the fault that broke the juggle strikes again while a leaving service is
-programmed back). That service then serves from its software tier, and the juggle settles the
-regions it touched: one that holds a design nobody serves from is unloaded (or, if even that
-fails, discarded: ERROR, to be programmed afresh). A region left in ERROR by a failed programming
-step is the next juggle's to program; only a quarantined core keeps a region out until
-``recover``.
+A :class:`Juggler` is the part of the framework that moves services between tiers. It owns
+the juggle lock (one juggle at a time; other parts take it to keep services still) and the
+tenant arbiter, the one allocator of the fabric's regions (:mod:`juggle.runtime.tenancy`):
+a juggle asks the allocator first, then its plan runs as the decision core's actions through
+:func:`juggle.core.execute.execute` (:mod:`juggle.runtime.juggling` carries out each step and
+its undo). To the arbiter the juggler is its host (``TenancyHost``): the arbiter moves a
+juggle-placed service out of a region a tenant of higher priority needs, and back later,
+through :meth:`Juggler.preempt_to_software` and :meth:`Juggler.return_to_hardware`.
 """
 
 from __future__ import annotations
@@ -28,107 +16,142 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections import deque
+from collections.abc import Iterable, Sequence
 
 from juggle.core.allocator import JuggleTicket
 from juggle.core.placement import JugglePlan
-from juggle.errors import FabricError, HardwareFaultError, JuggleError
-from juggle.runtime.hardware import HardwareCore
-from juggle.runtime.proxy import binding_of
-from juggle.runtime.services import ManagedService, Switched
+from juggle.errors import (
+    ConfigurationError,
+    FabricError,
+    JuggleError,
+    TierUnavailableError,
+    UnknownServiceError,
+)
+from juggle.fabric.fabric import Fabric
+from juggle.runtime.juggling import ActionMemo, JuggleStep, JuggleSteps, juggle_actions
+from juggle.runtime.lifecycle import Lifecycle
+from juggle.runtime.options import FrameworkOptions
+from juggle.runtime.proxy import Tier
+from juggle.runtime.services import ManagedService
+from juggle.runtime.snapshots import JuggleReport
+from juggle.runtime.supervisor import FaultLog
+from juggle.runtime.table import ServiceTable
+from juggle.runtime.tenancy import TenantArbiter
 
-if TYPE_CHECKING:
-    from juggle.runtime.framework import Framework
-
-__all__ = ["JuggleStep", "Juggler"]
+__all__ = ["Juggler"]
 
 log = logging.getLogger("juggle")
 
-Undo = Callable[[], None]
-
-
-@dataclass(slots=True)
-class JuggleStep:
-    """The running account of one juggle: steps done, modeled costs, undos pending."""
-
-    steps: list[str] = field(default_factory=list)
-    reconfiguration_ms: float = 0.0
-    bridge_ms: float = 0.0
-    undo: list[tuple[str, Undo]] = field(default_factory=list)
-    waited_s: float = 0.0
-    port_s: float = 0.0  # wall time the configuration port spent writing bitstreams
-
-    def did(self, text: str, undo: Undo | None = None, label: str = "") -> None:
-        """Note step ``text``; ``undo`` runs if a later step fails."""
-        self.steps.append(text)
-        if undo is not None:
-            self.undo.append((label or text, undo))
-
-    def rollback(self) -> None:
-        """Run the undos in reverse; one that fails is logged and the rest still run."""
-        while self.undo:
-            label, undo = self.undo.pop()
-            try:
-                undo()
-                self.steps.append(f"rolled back: {label}")
-            except Exception as exc:  # the original error is what the caller gets
-                self.steps.append(f"rollback of {label} failed: {exc}")
-                log.warning("juggle rollback of %s failed: %s", label, exc)
-
 
 class Juggler:
-    """Executes planned juggles for ``framework`` (whose juggle lock the caller holds)."""
+    """Carries out juggles on ``fabric`` for the services of ``table``, one at a time.
 
-    def __init__(self, framework: Framework) -> None:
-        self.fw = framework
-        self._running_in: int | None = None  # the thread carrying out a juggle now
+    ``faults`` is where the arbiter's contained faults are noted (the fault supervisor's
+    log). The juggle lock is :attr:`lock`.
+    """
 
-    def running_here(self) -> bool:
-        """Whether the calling thread is inside a juggle's steps (a driver, a hook)."""
-        return self._running_in == threading.get_ident()
+    def __init__(
+        self,
+        fabric: Fabric,
+        options: FrameworkOptions,
+        table: ServiceTable,
+        faults: FaultLog,
+        lifecycle: Lifecycle,
+    ) -> None:
+        self.fabric = fabric
+        self.options = options
+        self.table = table
+        self._faults = faults
+        self._life = lifecycle
+        #: the juggle lock: held while services move (reentrant: a juggle may start juggles)
+        self.lock = threading.RLock()
+        self._history: deque[JuggleReport] = deque(maxlen=options.history_capacity)
+        self._history_lock = threading.Lock()
+        self.juggle_count = 0
+        self.reconfiguration_ms_total = 0.0
+        self._running_in: int | None = None  # the thread carrying out a juggle's steps now
+        self._memo: ActionMemo = {}  # the actions of juggles made before
+        self._steps = JuggleSteps(fabric, options, table)  # carries out a juggle's actions
+        # the one allocator: juggles and tenants; this juggler is its TenancyHost
+        self.arbiter = TenantArbiter(self, wait_timeout_s=options.drain_timeout_s)
 
-    # -- planning ----------------------------------------------------------------------------
+    # -- the juggle primitive ----------------------------------------------------------------
 
-    def plan(
+    def juggle(
+        self, to_hardware: int | None = None, to_software: Iterable[int] = ()
+    ) -> JuggleReport:
+        """Put service ``to_hardware`` into the fabric and take ``to_software`` out of it (see
+        :meth:`juggle.runtime.framework.Framework.juggle`, which says what it raises)."""
+        if type(to_software) not in (list, tuple) and (
+            isinstance(to_software, str | bytes) or not isinstance(to_software, Iterable)
+        ):
+            raise UnknownServiceError(
+                f'"to_software" must be service ids (a list), got {to_software!r:.80}',
+                to_software,
+            )
+        leaving_ids = list(to_software)
+        with self.lock:
+            t0 = time.perf_counter()
+            entering = self.table.managed(to_hardware) if to_hardware is not None else None
+            leaving = [self.table.managed(i) for i in leaving_ids]
+            ticket = self._plan(entering, leaving)
+            plan = ticket.plan
+            try:
+                done = self._run(plan, entering, leaving)
+            except BaseException:
+                self.arbiter.end_juggle(ticket, ok=False)
+                raise
+            self.arbiter.end_juggle(ticket, ok=True)
+            moved = [*leaving, *([entering] if entering else [])]
+            report = JuggleReport(
+                to_hardware=to_hardware,
+                to_software=tuple(leaving_ids),
+                region=plan.region,
+                steps=tuple(done.steps),
+                reconfiguration_ms=done.reconfiguration_ms,
+                bridge_ms=done.bridge_ms,
+                overhead_us=(time.perf_counter() - t0 - done.waited_s - done.port_s) * 1e6,
+                tiers={m.service_id: m.tier for m in moved},
+            )
+            self._remember(report)
+            return report
+
+    def _plan(
         self, entering: ManagedService | None, leaving: Sequence[ManagedService]
     ) -> JuggleTicket:
         """The allocator's decision (committed there; finish it with the arbiter's
         ``end_juggle``), with the fabric's own check of the chosen bitstream before any leaving
         service moves (with none, programming checks it first)."""
-        tenancy = self.fw._tenancy
-        ticket = tenancy.begin_juggle(entering, leaving)
+        ticket = self.arbiter.begin_juggle(entering, leaving)
         region = ticket.plan.region
         if entering is not None and region is not None and leaving:  # else program() checks
             assert entering.hardware is not None
             bitstream, _ = entering.hardware.bitstreams[region]
             try:
-                self.fw.fabric.check(bitstream, region, entering.hardware.resources)
+                self.fabric.check(bitstream, region, entering.hardware.resources)
             except BaseException:
-                tenancy.end_juggle(ticket, ok=False)
+                self.arbiter.end_juggle(ticket, ok=False)
                 raise
         return ticket
 
-    # -- executing ---------------------------------------------------------------------------
-
-    def run(
+    def _run(
         self,
         plan: JugglePlan,
         entering: ManagedService | None,
         leaving: Sequence[ManagedService],
     ) -> JuggleStep:
-        """Carry out ``plan``; on any failure undo what was done and raise the error."""
+        """Carry out ``plan`` (under the lock); on any failure undo what was done, settle the
+        regions it touched and raise the error."""
         account = JuggleStep()
         touched = {m.region for m in leaving if m.region is not None}
         if entering is not None and plan.region is not None:
             touched.add(plan.region)
         outer, self._running_in = self._running_in, threading.get_ident()
         try:
-            for m in leaving:
-                self._leave(m, reused=m.region == plan.region, account=account)
-            if entering is not None and plan.region is not None:
-                self._enter(entering, plan.region, account)
+            actions = juggle_actions(plan, entering, leaving, self.fabric, self._memo)
+            moving = [*leaving, entering] if entering is not None else leaving
+            self._steps.run(actions, account, moving, plan.region)
         except BaseException:
             account.rollback()
             self.settle(sorted(touched), account)
@@ -137,162 +160,167 @@ class Juggler:
             self._running_in = outer
         return account
 
+    def running_here(self) -> bool:
+        """Whether the calling thread is inside a juggle's steps (a driver, a hook)."""
+        return self._running_in == threading.get_ident()
+
     def settle(self, regions: Sequence[str], account: JuggleStep | None = None) -> None:
         """After an undone juggle (or a stopped service): each of ``regions`` that holds a
         design no service serves from is unloaded, or discarded (ERROR, to be programmed
         afresh) when even the unload fails; a region some service serves from is left alone."""
-        serving = {m.region for m in self.fw._services_now() if m.region is not None}
+        serving = {m.region for m in self.table.all() if m.region is not None}
         for region in regions:
             if region in serving:
                 continue
-            fabric = self.fw.fabric
-            if fabric.region(region).snapshot().state != "PROGRAMMED":
+            if self.fabric.region(region).snapshot().state != "PROGRAMMED":
                 continue  # EMPTY, or ERROR: nothing loaded that anyone could take for served
             try:
-                fabric.unload(region)
+                self.fabric.unload(region)
                 note = f"region {region} emptied: no service serves from it"
             except FabricError as exc:
                 with contextlib.suppress(FabricError):
-                    fabric.discard(region, f"no service serves from it; unloading failed: {exc}")
+                    self.fabric.discard(
+                        region, f"no service serves from it; unloading failed: {exc}"
+                    )
                 note = f"region {region} discarded (ERROR): unloading failed: {exc}"
             log.info("juggle: %s", note)
             if account is not None:
                 account.steps.append(note)
 
-    def _leave(self, m: ManagedService, *, reused: bool, account: JuggleStep) -> None:
-        region, core = m.region, m.core
-        assert region is not None and core is not None
-        versions = m.versions()
-        switched = m.switch(m.home_tier)
-        account.did(
-            f"proxies of service {m.service_id} switched to {m.home_tier}",
-            lambda: self._back_to_hardware(m, region, core, switched, versions, account),
-            f"service {m.service_id} back in hardware",
-        )
-        self._drain(m, switched, account)
-        m.hw_modeled_ns += self.fw._busy_since_entry(m)
-        if not reused:
-            unloaded = self.fw.fabric.unload(region)
-            account.bridge_ms += unloaded.bridge_ms
-            account.did(f"bridge closed on {region}; region released")
-        m.region, m.core = None, None
+    # -- tiers -------------------------------------------------------------------------------
 
-    def _back_to_hardware(
+    def set_tier(self, service_id: int, tier: str) -> JuggleReport:
+        """Serve ``service_id`` from ``tier`` (see :meth:`Framework.set_tier
+        <juggle.runtime.framework.Framework.set_tier>`, which says what it raises)."""
+        m = self.table.managed(service_id)
+        if tier not in tuple(Tier) or tier not in m.tiers():
+            raise TierUnavailableError(
+                f"service {service_id} ({m.interface_name}) has no {tier!r} tier "
+                f"(it has: {', '.join(m.tiers())})",
+                subject=tier,
+            )
+        if tier == Tier.HARDWARE:
+            return self.juggle(to_hardware=service_id)
+        with self.lock:
+            if m.tier == Tier.HARDWARE:
+                previous_home = m.home_tier
+                m.home_tier = Tier(tier)
+                try:
+                    return self.juggle(to_hardware=None, to_software=[service_id])
+                except BaseException:
+                    m.home_tier = previous_home
+                    raise
+            t0 = time.perf_counter()
+            switched = m.switch(tier)
+            try:
+                m.drain(switched, self.options.drain_timeout_s)
+            except BaseException:
+                m.drain(m.switch(switched.previous), self.options.drain_timeout_s)
+                raise
+            m.home_tier = Tier(tier)
+            return JuggleReport(
+                None,
+                (),
+                None,
+                (f"proxies of service {service_id} switched to {tier}",),
+                0.0,
+                0.0,
+                (time.perf_counter() - t0) * 1e6,
+                {service_id: Tier(tier)},
+            )
+
+    # -- the arbiter's host (TenancyHost) ----------------------------------------------------
+
+    @property
+    def call_timeout_s(self) -> float:
+        """How long a hardware call may poll a core without progress."""
+        return self.options.call_timeout_s
+
+    def note_fault(self, region: str, service_id: int, reason: str) -> None:
+        """Log a contained fault of ``service_id`` in ``region`` (the framework's ``faults``)."""
+        self._faults.note(region, service_id, reason)
+
+    def preempt_to_software(self, service_id: int) -> bool:
+        """A tenant of higher priority needs the region of juggle-placed ``service_id``: its
+        proxies move to software (running calls finish in hardware) and the region is
+        emptied, as a juggle out would (undone on failure). False: not drained yet."""
+        with self.lock:
+            m = self.table.find(service_id)
+            if m is None or m.region is None or self._life.closed:
+                return True  # it left the region meanwhile (stopped, faulted)
+            t0 = time.perf_counter()
+            try:
+                done = self._run(JugglePlan(None, (service_id,), None, False), None, [m])
+            except JuggleError as exc:
+                log.warning("service %s: preemption deferred: %s", m.label, exc)
+                return False
+            self._note_move(None, (service_id,), None, done, t0, "preempted by a tenant", m)
+            return True
+
+    def return_to_hardware(self, service_id: int, region: str) -> bool:
+        """The allocator gave preempted ``service_id`` ``region`` again: program it and switch
+        the proxies back (undone on failure). False when that failed."""
+        with self.lock:
+            m = self.table.find(service_id)
+            if m is None or self._life.closed or m.tier == Tier.HARDWARE:
+                return False
+            t0 = time.perf_counter()
+            try:
+                done = self._run(JugglePlan(service_id, (), region, False), m, [])
+            except JuggleError as exc:
+                log.warning("service %s: could not return to %s: %s", m.label, region, exc)
+                return False
+            self._note_move(service_id, (), region, done, t0, "back after a preemption", m)
+            return True
+
+    # -- history -----------------------------------------------------------------------------
+
+    def history(self, limit: int | None = None) -> tuple[JuggleReport, ...]:
+        """The newest juggles, oldest first: at most ``limit`` (None: all kept). Raises
+        :class:`ConfigurationError` for a ``limit`` that is no int >= 0."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise ConfigurationError(f'"limit" must be an int >= 0 or None, got {limit!r}', limit)
+        with self._history_lock:
+            reports = tuple(self._history)
+        if limit is None:
+            return reports
+        return reports[len(reports) - limit :] if limit else ()
+
+    def forget_history(self) -> None:
+        """Drop the kept reports (the counters stay)."""
+        with self._history_lock:
+            self._history.clear()
+
+    def _note_move(
         self,
+        entering: int | None,
+        leaving: tuple[int, ...],
+        region: str | None,
+        done: JuggleStep,
+        t0: float,
+        why: str,
         m: ManagedService,
-        region: str,
-        core: HardwareCore,
-        switched: Switched,
-        versions: tuple[int, ...],
-        account: JuggleStep,
     ) -> None:
-        """Undo of a leave: ``m`` serves from ``region`` again. Where its core is untouched
-        the proxies go back to their virtual devices (the state they hold is carried only if
-        it changed meanwhile); else the region is programmed anew and the state carried."""
-        snap = self.fw.fabric.region(region).snapshot()
-        assert m.hardware is not None
-        bitstream, _ = m.hardware.bitstreams[region]
-        intact = snap.state == "PROGRAMMED" and snap.design == bitstream.design
-        if intact and not core.fault and m.region == region:
-            m.core = core
-            m.revert(switched, carry=m.versions() != versions)
-            return
-        m.core = self._program(m, region, account)
-        self.fw._enter_region(m, region)
-        try:
-            m.switch("hardware")
-        except BaseException:
-            m.core, m.region = None, None
-            self._unload_quietly(region)
-            raise
-
-    def _enter(self, m: ManagedService, region: str, account: JuggleStep) -> None:
-        core = self._program(m, region, account)
-        account.did(
-            f"driver {type(core.driver).__name__} loaded",
-            lambda: self._unload_quietly(region),
-            f"region {region} emptied",
-        )
-        m.core = core
-        self.fw._enter_region(m, region)
-        versions = m.versions()
-        try:
-            switched = m.switch("hardware")
-        except BaseException:
-            m.core, m.region = None, None
-            raise
-        account.did(
-            f"proxies of service {m.service_id} switched to hardware",
-            lambda: self._back_to_soft(m, switched, versions),
-            f"service {m.service_id} stays in {switched.previous}",
-        )
-        if core.fault is not None:  # the driver failed while taking over the state
-            raise HardwareFaultError(
-                f"service {m.label}: the core in {region!r} failed while the state was carried "
-                f"onto it: {core.fault}",
-                (m.service_id, region),
+        self._remember(
+            JuggleReport(
+                to_hardware=entering,
+                to_software=leaving,
+                region=region,
+                steps=(why, *done.steps),
+                reconfiguration_ms=done.reconfiguration_ms,
+                bridge_ms=done.bridge_ms,
+                overhead_us=(time.perf_counter() - t0 - done.waited_s - done.port_s) * 1e6,
+                tiers={m.service_id: m.tier},
             )
-        self._drain(m, switched, account)
-
-    def _back_to_soft(
-        self, m: ManagedService, switched: Switched, versions: tuple[int, ...]
-    ) -> None:
-        """Undo of an enter: the proxies go back to the implementations they had (carrying
-        the state only if it changed meanwhile); the hardware slots drain before the region is
-        emptied (calls still on them finish, or fall back to software when it is cut)."""
-        core = m.core
-        back = Switched("hardware", [])
-        with m.lock:
-            for proxy, _ in switched.slots:
-                back.slots.append((proxy, binding_of(proxy).dispatcher.slot))
-            m.revert(switched, carry=m.versions() != versions)
-        m.core, m.region = None, None
-        m.devices.clear()
-        try:
-            m.drain(back, self.fw.drain_timeout_s)
-        except JuggleError:
-            if core is not None:
-                core.quarantine("the juggle into hardware was undone")
-
-    def _program(self, m: ManagedService, region: str, account: JuggleStep) -> HardwareCore:
-        """Program ``m``'s bitstream into ``region`` and build its driver there."""
-        assert m.hardware is not None
-        bitstream, data = m.hardware.bitstreams[region]
-        m.hardware.check_pinned(region)  # the module on disk changed since install: refuse
-        report = self.fw.fabric.program(
-            region,
-            bitstream,
-            data,
-            resources=m.hardware.resources,
-            owner=f"service {m.service_id}",
         )
-        account.reconfiguration_ms += report.reconfiguration_ms
-        account.bridge_ms += report.bridge_ms
-        account.port_s += report.port_wall_ms / 1e3
-        account.did(f"bridge closed on {region}")
-        account.did(f"bitstream {bitstream.design} written ({bitstream.size} B)")
-        account.did(f"bridge opened on {region}")
-        try:
-            return HardwareCore(
-                region,
-                m.hardware.driver,
-                self.fw.fabric.window(region),
-                call_timeout_s=self.fw.call_timeout_s,
-            )
-        except BaseException:
-            self._unload_quietly(region)
-            raise
 
-    def _unload_quietly(self, region: str) -> None:
-        """Empty ``region`` after a failure; if even that fails it stays ERROR or loaded with
-        nobody serving from it, which the next juggle may reprogram."""
-        with contextlib.suppress(FabricError):
-            self.fw.fabric.unload(region)
+    def _remember(self, report: JuggleReport) -> None:
+        with self._history_lock:
+            self._history.append(report)
+            self.juggle_count += 1
+            self.reconfiguration_ms_total += report.reconfiguration_ms
 
-    def _drain(self, m: ManagedService, switched: Switched, account: JuggleStep) -> None:
-        t0 = time.perf_counter()
-        try:
-            account.waited_s += m.drain(switched, self.fw.drain_timeout_s)
-        except BaseException:
-            account.waited_s += time.perf_counter() - t0  # timed out: all of it was waiting
-            raise
+    def __repr__(self) -> str:
+        return f"<Juggler {self.juggle_count} juggles, {len(self._history)} kept>"

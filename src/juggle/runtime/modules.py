@@ -25,9 +25,10 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from juggle.errors import (
+    DescriptorError,
     InputLimitError,
     IntegrityError,
     JuggleError,
@@ -56,12 +57,11 @@ from juggle.runtime.integrity import (
     verify_pins,
     verify_signature,
 )
+from juggle.runtime.interfaces import interface_methods
+from juggle.runtime.resolved import PinnedFile, ResolvedService
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    from juggle.runtime.framework import Framework
-    from juggle.runtime.services import PinnedFile
 
 _namespace_ids = itertools.count(1)
 
@@ -103,6 +103,24 @@ def check_constructor(cls: type, name: str, args: int) -> None:
             f"class {name!r}: its constructor {cls.__name__}{signature} must take {takes} ({exc})",
             subject=name,
         ) from exc
+
+
+def check_class(cls: object, name: str, interface: type, *, args: int = -1) -> type:
+    """``cls`` itself, once it is found to be a class with ``interface``'s methods whose
+    constructor takes ``args`` positional arguments (-1: not checked; an implementation takes
+    0, a driver its MMIO window). Raises :class:`~juggle.errors.DescriptorError` (not a
+    class, methods missing) or :class:`UnknownClassError` (the constructor does not fit)."""
+    if not isinstance(cls, type):
+        raise DescriptorError(f"{name!r} is not a class", subject=name)
+    if args >= 0:
+        check_constructor(cls, name, args)
+    missing = [m.name for m in interface_methods(interface) if not hasattr(cls, m.name)]
+    if missing:
+        raise DescriptorError(
+            f"class {name!r} lacks method(s) {', '.join(missing)} of {interface.__name__}",
+            subject=name,
+        )
+    return cls
 
 
 class ModuleSource:
@@ -297,9 +315,7 @@ class ModuleSource:
         return out
 
     def pinned_file(self, relpath: str, digest: str) -> PinnedFile:
-        """A :class:`~juggle.runtime.services.PinnedFile` for ``relpath``, verified now."""
-        from juggle.runtime.services import PinnedFile  # services imports this module
-
+        """A :class:`~juggle.runtime.resolved.PinnedFile` for ``relpath``, verified now."""
         path = self.root if self.zip_prefix is not None else inside(self.root, relpath)
         return PinnedFile(path, self.display(relpath), digest, lambda: self.read_bytes(relpath))
 
@@ -490,19 +506,44 @@ class ModuleSnapshot:
     services: tuple[int, ...]
 
 
+class ModuleHost(Protocol):
+    """What a :class:`Module` acts through: the installer that holds it (pluggy's hook
+    caller, which never calls back into the whole manager)."""
+
+    def check_open(self) -> None:
+        """Raise :class:`~juggle.errors.FrameworkClosedError` once the framework is closed."""
+        ...
+
+    def start_module(self, module: Module) -> None:
+        """Register ``module``'s services."""
+        ...
+
+    def stop_module(self, module: Module) -> None:
+        """Unregister ``module``'s services (out of the fabric first)."""
+        ...
+
+    def update_module(self, module: Module, path: str | Path | None) -> None:
+        """Replace ``module``'s code under its running consumers."""
+        ...
+
+    def uninstall_module(self, module: Module) -> None:
+        """Stop ``module`` if active and unload its code."""
+        ...
+
+
 class Module:
-    """An installed module; its lifecycle methods act through the framework that holds it."""
+    """An installed module; its lifecycle methods act through its :class:`ModuleHost`."""
 
     def __init__(
         self,
-        framework: Framework,
+        host: ModuleHost,
         module_id: int,
         source: ModuleSource,
         descriptor: Descriptor,
         namespace: CodeNamespace,
-        resolved: list[Any],
+        resolved: tuple[ResolvedService, ...],
     ) -> None:
-        self._framework = framework
+        self._host = host
         self.module_id = module_id
         self.source = source
         self.descriptor = descriptor
@@ -522,7 +563,7 @@ class Module:
         return self.descriptor.module.version
 
     def _require(self, *states: ModuleState, action: str) -> None:
-        self._framework._check_open()
+        self._host.check_open()
         if self.state not in states:
             raise ModuleStateError(
                 f"cannot {action} module {self.name!r} (id {self.module_id}): it is "
@@ -533,7 +574,7 @@ class Module:
     def start(self) -> None:
         """Register the module's services (the extender builds their proxies)."""
         self._require(ModuleState.INSTALLED, action="start")
-        self._framework._start_module(self)
+        self._host.start_module(self)
 
     def stop(self) -> None:
         """Unregister the module's services; consumers' proxies then raise on call.
@@ -544,17 +585,17 @@ class Module:
         active, or when called from inside a juggle (a driver or hook it runs).
         """
         self._require(ModuleState.ACTIVE, action="stop")
-        self._framework._stop_module(self)
+        self._host.stop_module(self)
 
     def update(self, path: str | Path | None = None) -> None:
         """Replace the module's code (from ``path`` or its original location) under load."""
         self._require(ModuleState.INSTALLED, ModuleState.ACTIVE, action="update")
-        self._framework._update_module(self, path)
+        self._host.update_module(self, path)
 
     def uninstall(self) -> None:
         """Stop if active (as :meth:`stop`), then unload the module's code."""
         self._require(ModuleState.INSTALLED, ModuleState.ACTIVE, action="uninstall")
-        self._framework._uninstall_module(self)
+        self._host.uninstall_module(self)
 
     def snapshot(self) -> ModuleSnapshot:
         """Frozen view."""

@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from juggle.errors import ConfigurationError, IntegrityError, JuggleError, TierUnavailableError
-from juggle.fabric.bitstream import Bitstream
-from juggle.fabric.resources import Resources
+from juggle.errors import ConfigurationError, JuggleError, TierUnavailableError
 from juggle.runtime.descriptors import ServiceSpec
 from juggle.runtime.hardware import (
     MAX_VERIFY_LEVEL,
@@ -35,12 +31,12 @@ from juggle.runtime.hardware import (
     VerifySchedule,
     device_class,
 )
-from juggle.runtime.integrity import sha256_of
 from juggle.runtime.modules import Module, code_error
+from juggle.runtime.options import FrameworkOptions
 from juggle.runtime.proxy import (
-    TIERS,
     ServiceProxy,
     StateRecord,
+    Tier,
     binding_of,
     build_proxy,
     carry_state,
@@ -50,12 +46,10 @@ from juggle.runtime.proxy import (
     wait_drained,
 )
 from juggle.runtime.registry import ServiceFactory, ServiceRegistration
-from juggle.runtime.tracing import Accumulator
+from juggle.runtime.resolved import Hardware
+from juggle.runtime.tracing import Accumulator, RateWindow
 
-if TYPE_CHECKING:
-    from juggle.runtime.framework import Framework
-
-__all__ = ["Hardware", "ManagedService", "ProxyFactory", "Switched"]
+__all__ = ["Arbitration", "FaultSink", "ManagedService", "ProxyFactory", "ServiceHost", "Switched"]
 
 #: The property that overrides the framework's ``verify_sample`` for one service (an int >= 0:
 #: one hardware call in N checked against software after a warm-up; 0 checks none).
@@ -82,71 +76,51 @@ RELEASED = "(released)"
 
 
 @dataclass(slots=True)
-class Hardware:
-    """A service's hardware module: driver class, bitstream per region, resource needs, and
-    the pinned bitstream files to check again before each program."""
-
-    driver: type
-    bitstreams: dict[str, tuple[Bitstream, bytes]]
-    resources: Resources | None
-    pinned: dict[str, PinnedFile] = field(default_factory=dict)
-
-    def check_pinned(self, region: str) -> None:
-        """Raise :class:`~juggle.errors.IntegrityError` if the pinned file of ``region``'s
-        bitstream changed since it was verified (the module on disk was tampered with)."""
-        pinned = self.pinned.get(region)
-        if pinned is not None:
-            pinned.check()
-
-
-class PinnedFile:
-    """A module file verified against its ``sha256`` pin; :meth:`check` hashes it again only
-    when the file (or the archive holding it) changed on disk since (``stat``: size, mtime,
-    inode), so the check before every program costs a ``stat`` while nothing changes."""
-
-    __slots__ = ("_read", "_seen", "digest", "path", "shown")
-
-    def __init__(self, path: Path, shown: str, digest: str, read: Callable[[], bytes]) -> None:
-        self.path = path  # the file, or the archive holding it
-        self.shown = shown
-        self.digest = digest
-        self._read = read
-        self._seen = self._stat()
-
-    def _stat(self) -> tuple[int, int, int] | None:
-        try:
-            st = self.path.stat()
-        except OSError:
-            return None
-        return (st.st_size, st.st_mtime_ns, st.st_ino)
-
-    def check(self) -> None:
-        """Raises :class:`~juggle.errors.IntegrityError` naming the file and both digests."""
-        now = self._stat()
-        if now is not None and now == self._seen:
-            return
-        try:
-            actual = sha256_of(self._read())
-        except JuggleError as exc:
-            raise IntegrityError(
-                f"pinned file {self.shown!r} cannot be checked: {exc}", self.shown
-            ) from exc
-        if actual != self.digest:
-            raise IntegrityError(
-                f"pinned file {self.shown!r} changed since install: sha256 {actual}, "
-                f"pinned {self.digest}",
-                self.shown,
-            )
-        self._seen = now
-
-
-@dataclass(slots=True)
 class Switched:
     """What one :meth:`ManagedService.switch` did: the tier before, and each proxy's old slot
     (still serving the calls that started on it)."""
 
-    previous: str
+    previous: Tier
     slots: list[tuple[ServiceProxy, Any]]
+
+
+class FaultSink(Protocol):
+    """Where a managed service reports a faulty core (the fault supervisor)."""
+
+    def hardware_fault(self, service: ManagedService, core: HardwareCore, reason: str) -> None:
+        """``core`` (quarantined already) failed a call of ``service`` for ``reason``."""
+        ...
+
+
+class Arbitration(Protocol):
+    """What a managed service asks of the tenant arbiter about its consumers."""
+
+    def arbitrates(self, service_id: int) -> bool:
+        """Whether tenants' requests place ``service_id`` (juggles do not)."""
+        ...
+
+    def virtual_device(self, managed: ManagedService, consumer: str) -> Any:
+        """Tenant ``consumer``'s own device of arbitrated ``managed``."""
+        ...
+
+    def note_consumer(self, managed: ManagedService, consumer: str) -> None:
+        """``consumer`` now holds a proxy of juggle-placed ``managed``."""
+        ...
+
+    def release_consumer(self, managed: ManagedService, consumer: str) -> None:
+        """``consumer`` gave its proxy of arbitrated ``managed`` back."""
+        ...
+
+
+@dataclass(slots=True)
+class ServiceHost:
+    """The runtime around the managed services, all they reach outside themselves: the
+    framework's ``options`` (replaced as a whole when ``verify_sample`` changes), the
+    ``faults`` sink, and the ``arbiter``. One host serves every service of a framework."""
+
+    options: FrameworkOptions
+    faults: FaultSink
+    arbiter: Arbitration
 
 
 class ManagedService:
@@ -154,11 +128,11 @@ class ManagedService:
 
     def __init__(
         self,
-        framework: Framework,
+        host: ServiceHost,
         interfaces: tuple[str, ...],
         interface: type,
         spec: ServiceSpec | None,
-        classes: dict[str, type],
+        classes: Mapping[str, type],
         hardware: Hardware | None,
         module: Module | None,
         properties: Mapping[str, Any],
@@ -166,7 +140,7 @@ class ManagedService:
         per_consumer: bool,
         instance: object | None = None,
     ) -> None:
-        self.framework = framework
+        self.host = host
         self.interfaces = interfaces
         self.interface_name = interfaces[0]
         self.interface = interface
@@ -178,11 +152,11 @@ class ManagedService:
         self._verify_every = verify_property(self.properties)  # checked before anything else
         self.per_consumer = per_consumer
         self.instance = instance
-        soft = [t for t in ("native", "software") if t in classes]
+        soft = [t for t in (Tier.NATIVE, Tier.SOFTWARE) if t in classes]
         if instance is not None:
-            soft = ["software"]
-        self.home_tier: str = soft[0] if soft else "hardware"
-        self.tier: str = self.home_tier
+            soft = [Tier.SOFTWARE]
+        self.home_tier = soft[0] if soft else Tier.HARDWARE
+        self.tier = self.home_tier
         self.region: str | None = None
         self.core: HardwareCore | None = None
         self.quarantined: str | None = None  # region it was taken out of after a fault
@@ -198,9 +172,13 @@ class ManagedService:
         #: into one total, so memory does not grow with the consumers ever seen)
         self.released: dict[str, dict[str, Accumulator]] = {}
         self.registration: ServiceRegistration | None = None
+        #: the registry's id of this service (0 until it is registered: :meth:`registered`)
+        self.service_id = 0
         self.lock = threading.RLock()
         self.started = time.monotonic()
-        self.rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
+        self.rate = RateWindow(self.started)  # the service's call rate
+        #: consumer → the call rate of the proxy it holds now
+        self.consumer_rates: dict[str, RateWindow] = {}
         self.hw_modeled_ns = 0  # modeled bus time spent in windows this service has left
         self.hw_busy_base = 0  # its current window's bus time when the service entered it
         self.counters = {"fallbacks": 0, "verified": 0, "mismatches": 0}
@@ -212,23 +190,22 @@ class ManagedService:
 
     # -- identity ----------------------------------------------------------------------------
 
-    @property
-    def service_id(self) -> int:
-        """The registry's id of this service."""
-        assert self.registration is not None
-        return self.registration.service_id
+    def registered(self, registration: ServiceRegistration) -> None:
+        """The registry registered this service as ``registration``: it has its id."""
+        self.registration = registration
+        self.service_id = registration.service_id
 
     @property
     def label(self) -> str:
         """``"3 (crypto.EncryptionService)"``: how messages name the service."""
         return f"{self.service_id} ({self.interface_name})"
 
-    def tiers(self) -> tuple[str, ...]:
-        """The tiers this service can serve from, in TIERS order."""
-        have = set(self.classes) | ({"hardware"} if self.hardware else set())
+    def tiers(self) -> tuple[Tier, ...]:
+        """The tiers this service can serve from, in :class:`Tier` order."""
+        have = set(self.classes) | ({Tier.HARDWARE} if self.hardware else set())
         if self.instance is not None:
-            have.add("software")
-        return tuple(t for t in TIERS if t in have)
+            have.add(Tier.SOFTWARE)
+        return tuple(t for t in Tier if t in have)
 
     # -- implementations ---------------------------------------------------------------------
 
@@ -242,10 +219,10 @@ class ManagedService:
     def new_impl(self, tier: str, consumer: str, record: StateRecord | None = None) -> object:
         """A new implementation at ``tier`` for ``consumer`` (on the hardware tier: the
         consumer's virtual device, whose state is ``record``, by default its proxy's)."""
-        if tier == "hardware":
-            tenancy = self.framework._tenancy  # a tenant's own virtual device
-            if tenancy.arbitrates(self.service_id):
-                return tenancy.virtual_device(self, consumer)
+        if tier == Tier.HARDWARE:
+            arbiter = self.host.arbiter  # a tenant's own virtual device
+            if arbiter.arbitrates(self.service_id):
+                return arbiter.virtual_device(self, consumer)
             return self.device(consumer, record)
         if self.instance is not None:
             return self.instance
@@ -269,10 +246,10 @@ class ManagedService:
     def impl_for(self, consumer: str) -> object:
         """What a new proxy of ``consumer`` is built with: the current implementation (a
         tenant's own virtual device where the tenant arbiter places the service)."""
-        tenancy = self.framework._tenancy
-        if self.tier == "hardware" and tenancy.arbitrates(self.service_id):
-            return tenancy.virtual_device(self, consumer)
-        tenancy.note_consumer(self, consumer)  # a tenant's priority holds the region
+        arbiter = self.host.arbiter
+        if self.tier == Tier.HARDWARE and arbiter.arbitrates(self.service_id):
+            return arbiter.virtual_device(self, consumer)
+        arbiter.note_consumer(self, consumer)  # a tenant's priority holds the region
         if not self.per_consumer and self.current is not None:
             return self.current
         impl = self.new_impl(self.tier, consumer)
@@ -302,11 +279,11 @@ class ManagedService:
     @property
     def has_software(self) -> bool:
         """Whether the service has a software tier to fall back to."""
-        return self.home_tier != "hardware"
+        return self.home_tier != Tier.HARDWARE
 
     def software_twin(self, consumer: str) -> object | None:
         """A fresh implementation of the home software tier (None: hardware-only)."""
-        if self.home_tier == "hardware":
+        if self.home_tier == Tier.HARDWARE:
             return None
         return self.new_impl(self.home_tier, consumer)
 
@@ -314,7 +291,7 @@ class ManagedService:
         """One hardware call in N is checked after a core's warm-up (N: the ``juggle.verify``
         property, else the framework's ``verify_sample``; 0 checks none)."""
         every = self._verify_every
-        return self.framework.verify_sample if every is None else every
+        return self.host.options.verify_sample if every is None else every
 
     def verify_schedule(self) -> VerifySchedule:
         """The check plan of a core just programmed (or recovered) for this service: every
@@ -329,13 +306,14 @@ class ManagedService:
                 and last.settled(self.verify_every())
             ):
                 self.verify_level -= 1
-            self._schedule = VerifySchedule(self.framework.verify_warmup, self.verify_level)
+            self._schedule = VerifySchedule(self.host.options.verify_warmup, self.verify_level)
             return self._schedule
 
     def hardware_fault(self, core: HardwareCore, reason: str) -> None:
-        """Quarantine ``core`` and have the framework move this service to software."""
+        """Quarantine ``core`` and report it to the fault sink (which moves this service to
+        software)."""
         if core.quarantine(reason):
-            self.framework._hardware_fault(self, core, reason)
+            self.host.faults.hardware_fault(self, core, reason)
 
     def count(self, what: str) -> None:
         """Count a fallback, a verified call or a mismatch (which also raises the verification
@@ -373,12 +351,12 @@ class ManagedService:
                 for proxy, old in reversed(switched):
                     binding_of(proxy).switch(old.impl, str(old.tier), carry=False)
                 raise
-            self.tier = tier
-            if previous != "hardware" and previous != tier and self.instance is None:
+            self.tier = tier if type(tier) is Tier else Tier(tier)
+            if previous != Tier.HARDWARE and previous != tier and self.instance is None:
                 self._park(previous, switched)
             if not self.per_consumer:
                 self.current = new_current
-            if tier != "hardware":
+            if tier != Tier.HARDWARE:
                 self.devices.clear()
             return Switched(previous, switched)
 
@@ -434,7 +412,7 @@ class ManagedService:
             twin = device.twin() if device is not None else None
             if twin is not None:
                 return twin
-        if tier == "hardware":
+        if tier == Tier.HARDWARE:
             new, carry = self.new_impl(tier, ""), True
         else:
             new, carry = self._unpark(tier, "", self.record)
@@ -454,7 +432,7 @@ class ManagedService:
             twin = device.twin() if device is not None else None
             if twin is not None:
                 return twin, False
-        if tier == "hardware":
+        if tier == Tier.HARDWARE:
             return self.new_impl(tier, consumer), True
         return self._unpark(tier, consumer, self.record_of(consumer))
 
@@ -499,13 +477,14 @@ class ManagedService:
                 for name, acc in per_method.items():
                     self.released.setdefault(tier, {}).setdefault(name, Accumulator()).add(acc)
             binding.switch(make_gone(binding, self.service_id), "gone", carry=False)
+            self.consumer_rates.pop(consumer, None)
             if self.per_consumer:
                 self.devices.pop(consumer, None)
-                for tier in TIERS:
+                for tier in Tier:
                     self.parked.pop((tier, consumer), None)
-        tenancy = self.framework._tenancy
-        if tenancy.arbitrates(self.service_id):  # a tenant's virtual device and region go too
-            tenancy.release_consumer(self, consumer)
+        arbiter = self.host.arbiter
+        if arbiter.arbitrates(self.service_id):  # a tenant's virtual device and region go too
+            arbiter.release_consumer(self, consumer)
 
     def __repr__(self) -> str:
         where = f" in {self.region}" if self.region else ""
@@ -536,10 +515,11 @@ class ProxyFactory(ServiceFactory):
                 consumer,
                 impl,
                 m.tier,
-                sample_period=m.framework.trace_sample,
+                sample_period=m.host.options.trace_sample,
                 record=record,
             )
             m.proxies[consumer] = proxy
+            m.consumer_rates[consumer] = RateWindow()
             return proxy
 
     def unget_service(

@@ -10,6 +10,9 @@ figures here are measured (wall clock of this machine).
 from __future__ import annotations
 
 import operator
+import threading
+import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -30,6 +33,7 @@ __all__ = [
     "NBUCKETS",
     "Accumulator",
     "CallStats",
+    "RateWindow",
     "bucket_range",
     "dispatch",
     "merge",
@@ -134,3 +138,34 @@ def merge(parts: Iterable[Accumulator]) -> Accumulator:
 def ns_per_tick() -> float:
     """ns per duration tick of the tracer (the TSC where available), refined on each call."""
     return dispatch.tick_ratio()
+
+
+class RateWindow:
+    """Calls per second of one counter, over at least the last ``window_s`` seconds.
+
+    Like a car's trip computer: each reading is kept with its time, and the rate is the calls
+    since the newest reading at least a window old (since ``started``, with no calls, while
+    the counter is younger than a window). Measured: wall clock of this machine.
+    """
+
+    __slots__ = ("_lock", "_samples", "started")
+
+    def __init__(self, started: float | None = None) -> None:
+        self.started = time.monotonic() if started is None else started
+        self._samples: deque[tuple[float, int]] = deque(maxlen=64)
+        self._lock = threading.Lock()
+
+    def rate(self, calls: int, window_s: float = 1.0, now: float | None = None) -> float:
+        """Take the reading ``calls`` (the counter's total now) and return the rate."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            base_t, base_calls = self.started, 0
+            for t, c in self._samples:
+                if now - t >= window_s:
+                    base_t, base_calls = t, c  # the newest reading at least a window old
+            self._samples.append((now, calls))
+        span = now - base_t
+        return (calls - base_calls) / span if span > 0 else 0.0
+
+    def __repr__(self) -> str:
+        return f"<RateWindow {len(self._samples)} readings since {self.started:.3f}>"

@@ -279,14 +279,14 @@ def validate_module(
     path: str | Path,
     *,
     fabric: str = "xupv2p",
-    imported: bool = False,
     limits: Limits = DEFAULT_LIMITS,
     trusted_keys: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
-    """Check the module at ``path`` against board ``fabric`` without running its code (with
-    ``imported``: also install it in a throwaway framework, which runs it). With
-    ``trusted_keys`` (as :class:`~juggle.runtime.framework.Framework` takes them) the module
-    must be signed by one of them, as such a framework would require.
+    """Check the module at ``path`` against board ``fabric`` without running its code (the
+    report's ``imported`` is False: to run it too, install it in a throwaway framework, as
+    ``juggle module validate --import`` does). With ``trusted_keys`` (as
+    :class:`juggle.Framework` takes them) the module must be signed by one of them, as such a
+    framework would require.
 
     Raises the :class:`~juggle.errors.JuggleError` an install would raise, naming the value.
     """
@@ -304,10 +304,4 @@ def validate_module(
         "imported": False,
         "valid": True,
     }
-    if imported:
-        from juggle.runtime.framework import Framework
-
-        with Framework(fabric, limits=limits, trusted_keys=trusted) as fw:
-            fw.install(path)
-        report["imported"] = True
     return report

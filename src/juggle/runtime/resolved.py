@@ -1,0 +1,93 @@
+"""What installing a module resolved: each service's interface, classes and hardware.
+
+Installing reads a module's descriptor and code once (:mod:`juggle.runtime.installer`); what
+it found for each service is a :class:`ResolvedService`, frozen, so starting the module later
+builds its services from settled values. A service's hardware module is a :class:`Hardware`:
+its driver class, a bitstream per region, its resource needs and the pinned files to check
+again before each program (:class:`PinnedFile`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from juggle.errors import IntegrityError, JuggleError
+from juggle.fabric.bitstream import Bitstream
+from juggle.fabric.resources import Resources
+from juggle.runtime.descriptors import ServiceSpec
+from juggle.runtime.integrity import sha256_of
+
+__all__ = ["Hardware", "PinnedFile", "ResolvedService"]
+
+
+class PinnedFile:
+    """A module file verified against its ``sha256`` pin; :meth:`check` hashes it again only
+    when the file (or the archive holding it) changed on disk since (``stat``: size, mtime,
+    inode), so the check before every program costs a ``stat`` while nothing changes."""
+
+    __slots__ = ("_read", "_seen", "digest", "path", "shown")
+
+    def __init__(self, path: Path, shown: str, digest: str, read: Callable[[], bytes]) -> None:
+        self.path = path  # the file, or the archive holding it
+        self.shown = shown
+        self.digest = digest
+        self._read = read
+        self._seen = self._stat()
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+    def check(self) -> None:
+        """Raises :class:`~juggle.errors.IntegrityError` naming the file and both digests."""
+        now = self._stat()
+        if now is not None and now == self._seen:
+            return
+        try:
+            actual = sha256_of(self._read())
+        except JuggleError as exc:
+            raise IntegrityError(
+                f"pinned file {self.shown!r} cannot be checked: {exc}", self.shown
+            ) from exc
+        if actual != self.digest:
+            raise IntegrityError(
+                f"pinned file {self.shown!r} changed since install: sha256 {actual}, "
+                f"pinned {self.digest}",
+                self.shown,
+            )
+        self._seen = now
+
+
+@dataclass(slots=True)
+class Hardware:
+    """A service's hardware module: driver class, bitstream per region, resource needs, and
+    the pinned bitstream files to check again before each program."""
+
+    driver: type
+    bitstreams: dict[str, tuple[Bitstream, bytes]]
+    resources: Resources | None
+    pinned: dict[str, PinnedFile] = field(default_factory=dict)
+
+    def check_pinned(self, region: str) -> None:
+        """Raise :class:`~juggle.errors.IntegrityError` if the pinned file of ``region``'s
+        bitstream changed since it was verified (the module on disk was tampered with)."""
+        pinned = self.pinned.get(region)
+        if pinned is not None:
+            pinned.check()
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedService:
+    """One service of an installed module as its code resolved: the descriptor's ``spec``,
+    the ``interface`` class its proxies implement, its ``classes`` by software tier
+    (``software``, ``native``) and its ``hardware`` (None: no hardware tier)."""
+
+    spec: ServiceSpec
+    interface: type
+    classes: Mapping[str, type]
+    hardware: Hardware | None

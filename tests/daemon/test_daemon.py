@@ -31,12 +31,12 @@ from daemon_support import (
 )
 from daemon_worker import probe_mode, realtime_mode, tenant_mode
 
+from juggle.commands.remote import run_remote
 from juggle.daemon import (
     DaemonShuttingDownError,
     DaemonUnavailableError,
     connect,
 )
-from juggle.daemon.commands import run_remote
 from juggle.errors import (
     BlockSizeError,
     ConfigurationError,

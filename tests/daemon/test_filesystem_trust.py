@@ -41,7 +41,12 @@ from juggle.daemon import DaemonIdentityError, PolicyError, UnsafePathError, con
 from juggle.daemon.client import DAEMON_UID_ENV
 from juggle.daemon.errors import DashboardError
 from juggle.daemon.protocol import PROTOCOL_VERSION, frame, pack
-from juggle.daemon.safefs import check_private_dir, open_regular_nofollow, read_regular_file
+from juggle.daemon.safefs import (
+    check_private_dir,
+    open_regular_nofollow,
+    read_regular_file,
+    replace_file,
+)
 
 pytestmark = pytest.mark.skipif(
     not running_as_root(), reason="needs root: files and processes of another uid (65534)"
@@ -519,7 +524,7 @@ def test_a_set_daemon_uid_is_checked_even_in_a_folder_of_the_fake(
 def test_the_cli_daemon_uid_option_is_checked(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from juggle.cli import app
+    from juggle.commands.cli import app
 
     monkeypatch.setenv(DAEMON_UID_ENV, "")  # the option sets it; restored afterwards
     folder = _tenant_folder(base)
@@ -584,3 +589,35 @@ def test_open_regular_nofollow_judges_the_opened_descriptor(tmp_path: Path) -> N
     with pytest.raises(UnsafePathError, match="mode 1777"):
         check_private_dir(tmp_path)
     tmp_path.chmod(0o700)
+
+
+def test_replace_file_replaces_a_planted_link_not_its_target(tmp_path: Path) -> None:
+    """The daemon's atomic write (modules.json, policy.toml) never writes through a symbolic
+    link planted at the path: the link is replaced, its target stays as it was; the new file
+    has the mode asked for (given through the descriptor, whatever the umask) and no
+    temporary file is left."""
+    target = tmp_path / "outside"
+    target.write_bytes(b"not yours")
+    path = tmp_path / "modules.json"
+    path.symlink_to(target)
+    old = os.umask(0)
+    try:
+        replace_file(path, b"[]", 0o600)
+    finally:
+        os.umask(old)
+    assert target.read_bytes() == b"not yours"
+    info = path.lstat()
+    assert stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600
+    assert path.read_bytes() == b"[]"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["modules.json", "outside"]
+
+
+def test_replace_file_that_fails_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    """A write that fails (here its rename: a folder stands at the path) leaves what was
+    there and no ``.NAME.*.tmp`` behind."""
+    path = tmp_path / "policy.toml"
+    path.mkdir()  # os.replace of a file over a folder fails
+    with pytest.raises(OSError):
+        replace_file(path, b"version = 1\n", 0o600)
+    assert path.is_dir()
+    assert [p.name for p in tmp_path.iterdir()] == ["policy.toml"]

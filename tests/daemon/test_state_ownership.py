@@ -27,9 +27,9 @@ import pytest
 from Crypto.Cipher import DES3
 from daemon_support import MODULES, NOBODY, DaemonProcess, make_base, run_as, running_as_root
 
-import juggle.cli
-import juggle.daemon.commands
-import juggle.simulate.registry  # what the CLI's entry point imports, before a child's setuid
+import juggle.commands.cli
+import juggle.commands.remote
+import juggle.commands.simulate.scenarios  # what the CLI's entry point imports, before setuid
 from juggle.daemon import connect
 from juggle.daemon.errors import PolicyError
 from juggle.daemon.policy import AccessPolicy, PeerCredentials
@@ -317,7 +317,7 @@ def faulty_module(where: Path) -> Path:
 
 def juggle_cli(socket: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``juggle --connect SOCKET ARGS --json`` in a process of its own."""
-    code = "import sys; from juggle.cli import main; sys.argv=['juggle', *sys.argv[1:]]; main()"
+    code = "import sys; from juggle.commands.cli import main; sys.argv[0] = 'juggle'; main()"
     return subprocess.run(
         [sys.executable, "-c", code, "--connect", str(socket), *args, "--json"],
         capture_output=True,
@@ -336,7 +336,7 @@ def cli_in_child(argv: list[str]) -> dict[str, Any]:
     code: Any = 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            juggle.cli.main()
+            juggle.commands.cli.main()
         except SystemExit as done:
             code = done.code
     return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}

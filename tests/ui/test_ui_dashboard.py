@@ -90,6 +90,31 @@ def test_statistics_are_measured_and_unknown_ids_are_404(
     assert "'x'" in bad.json()["error"]
 
 
+def test_statistics_of_one_consumer_are_its_calls_only(
+    framework: juggle.Framework, client: TestClient
+) -> None:
+    """``?consumer=`` reduces the figures to that consumer's calls (the framework's
+    per-consumer statistics, as the daemon gives a tenant); a consumer holding no proxy has
+    none; the service-wide figures still count everybody."""
+    make_calls(framework, "mail", 5)
+    make_calls(framework, "web", 2)
+    mail = client.get("/api/services/1/statistics", params={"consumer": "mail"}).json()
+    assert mail["kind"] == "measured"
+    assert mail["total"]["calls"] == 6
+    assert list(mail["per_consumer"]) == ["mail"]
+    assert mail["per_method"]["encrypt"]["calls"] == 5
+    assert mail["per_tier"]["native"]["calls"] == 6
+    web = client.get("/api/services/1/statistics", params={"consumer": "web"}).json()
+    assert web["total"]["calls"] == 3 and list(web["per_consumer"]) == ["web"]
+    nobody = client.get("/api/services/1/statistics", params={"consumer": "ftp"}).json()
+    assert nobody["total"]["calls"] == 0 and nobody["per_consumer"] == {}
+    everybody = client.get("/api/services/1/statistics").json()
+    assert everybody["total"]["calls"] == 9
+    assert sorted(everybody["per_consumer"]) == ["mail", "web"]
+    empty = client.get("/api/services/1/statistics", params={"consumer": ""})
+    assert empty.status_code == 422
+
+
 def test_juggle_in_and_out_with_labeled_figures(client: TestClient) -> None:
     response = client.post("/api/juggle", json={"to_hardware": 1})
     assert response.status_code == 200

@@ -63,14 +63,16 @@ from juggle.daemon.protocol import (
 )
 from juggle.daemon.spin import DEFAULT_SPIN_US, ReadWait, Spinner, check_spin_us
 from juggle.errors import JuggleError
-from juggle.runtime.framework import (
+from juggle.runtime import (
     JuggleReport,
+    ModuleSnapshot,
     RegionSnapshot,
     ServiceSnapshot,
     ServiceStatistics,
+    SignalChannel,
+    TenantSignal,
+    TenantSnapshot,
 )
-from juggle.runtime.modules import ModuleSnapshot
-from juggle.runtime.tenants import SignalChannel, TenantSignal, TenantSnapshot
 
 __all__ = [
     "DEFAULT_SHM_THRESHOLD",

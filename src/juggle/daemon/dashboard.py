@@ -26,7 +26,7 @@ from juggle.daemon.safefs import open_regular_nofollow
 if TYPE_CHECKING:
     import uvicorn
 
-    from juggle.runtime.framework import Framework
+    from juggle.runtime import Framework
 
 __all__ = ["TOKEN_FILE", "DashboardServer", "admin_token", "parse_address"]
 

@@ -55,7 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from juggle.daemon.errors import PolicyError
 from juggle.errors import FilterSyntaxError
-from juggle.runtime.ldapfilter import parse_filter
+from juggle.runtime import parse_filter
 
 __all__ = [
     "Limits",

@@ -15,7 +15,7 @@ buffers: :class:`InOut` (a writable buffer travelling inline; the reply's ``out`
 contents) and :class:`ShmRef` (a range of a shared-memory segment the daemon created and
 passed to the client with ``SCM_RIGHTS``; written in place, nothing travels back).
 
-Snapshots (the frozen dataclasses of :mod:`juggle.runtime.framework` and friends) travel as
+Snapshots (the frozen dataclasses :mod:`juggle.runtime` names) travel as
 maps of their fields and are rebuilt from the dataclass' type hints by :func:`from_wire`.
 Errors travel as ``[class name, message, subject, extra]`` and are rebuilt by
 :func:`error_from_wire` as the juggle error class of that name.

@@ -14,6 +14,9 @@ change between the check and the use):
   elsewhere);
 - :func:`read_regular_file`: the same, reading at most ``limit + 1`` bytes, so the bound holds
   whatever ``st_size`` says;
+- :func:`replace_file`: a file the daemon writes is replaced atomically and durably through a
+  temporary file it creates itself (``O_EXCL | O_NOFOLLOW``: never a file or link planted
+  there), given its mode through the descriptor;
 - :func:`bind_unix_socket`: the daemon's socket gets its mode and group before any path
   reaches it, so no ``chmod``/``chown`` ever follows a symbolic link swapped in at the socket
   path (see its docstring for the design).
@@ -42,6 +45,7 @@ __all__ = [
     "describe",
     "open_regular_nofollow",
     "read_regular_file",
+    "replace_file",
 ]
 
 #: Permission bits a trusted file or folder must not have: write by group or others.
@@ -203,6 +207,43 @@ def read_regular_file(
     if len(data) > limit:
         raise error(f"{str(path)!r} is over {limit} bytes", str(path))
     return data
+
+
+def replace_file(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data`` atomically and durably.
+
+    The bytes go to a temporary file ``.NAME.RANDOM.tmp`` in the same folder, created with
+    ``O_CREAT | O_EXCL | O_NOFOLLOW`` (so never a file or a symbolic link somebody put there),
+    given ``mode`` through its descriptor, synced, then renamed over ``path`` (which replaces
+    a link at ``path``, not its target); the folder is synced after. A daemon killed midway
+    leaves the old file and at most a temporary one (:meth:`StateDir.clean
+    <juggle.daemon.state.StateDir.clean>` removes those). Raises ``OSError``; no temporary
+    file is left then."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o600)
+        except FileExistsError:  # 48 random bits taken: draw again
+            continue
+        break
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    with contextlib.suppress(OSError):  # the rename is durable once the folder is synced
+        dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
 
 
 # -- the socket --------------------------------------------------------------------------------

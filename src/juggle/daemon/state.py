@@ -34,8 +34,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from juggle.daemon.errors import DaemonError, UnsafePathError
-from juggle.daemon.safefs import check_private_dir, open_regular_nofollow, read_regular_file
-from juggle.runtime.integrity import replace_file
+from juggle.daemon.safefs import (
+    check_private_dir,
+    open_regular_nofollow,
+    read_regular_file,
+    replace_file,
+)
 
 __all__ = ["ModuleEntry", "StateDir"]
 

@@ -43,7 +43,7 @@ from juggle.errors import (
     UnknownServiceError,
 )
 from juggle.fabric.resources import Resources
-from juggle.runtime.framework import Framework, JuggleReport
+from juggle.runtime import Framework, JuggleReport
 from juggle.shipped import example_module
 from juggle.workload import Workload
 
@@ -381,9 +381,15 @@ def create_app(
         return [_report(r) for r in kept[max(0, end - limit) : end]]
 
     @app.get("/api/services/{service_id}/statistics")
-    def statistics(service_id: int) -> Any:
+    def statistics(
+        service_id: int,
+        consumer: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    ) -> Any:
+        """The service's measured statistics; with ``?consumer=NAME``, those of that
+        consumer's calls only (:meth:`Framework.statistics` with ``consumer``: zero for a
+        consumer that holds no proxy of it)."""
         try:
-            stats = framework.statistics(service_id)
+            stats = framework.statistics(service_id, consumer=consumer)
         except JuggleError as exc:
             return _error(exc, _status(exc, id_in_path=True))
         out: dict[str, Any] = to_json(stats)
@@ -473,7 +479,7 @@ def serve(
     ``workload``; logs each request only with ``access_log``. Binds ``host:port`` before it
     calls ``on_ready`` with the URL, so ``port`` 0 announces the port it got. Blocks until the
     server is stopped (Ctrl-C), then closes the framework. Raises what
-    :meth:`Framework.install` and :meth:`Module.start <juggle.runtime.modules.Module.start>`
+    :meth:`Framework.install` and :meth:`Module.start <juggle.runtime.Module.start>`
     raise for a bad module (a :class:`~juggle.errors.JuggleError`), before listening.
     """
     framework = Framework(fabric="xupv2p")

@@ -24,7 +24,7 @@ from prometheus_client.metrics_core import (
 
 from juggle.errors import UnknownServiceError
 from juggle.fabric.region import RegionState
-from juggle.runtime.framework import Framework, ServiceSnapshot, ServiceStatistics
+from juggle.runtime import Framework, ServiceSnapshot, ServiceStatistics
 
 __all__ = ["FrameworkCollector", "metrics_registry"]
 

@@ -28,6 +28,7 @@ views for display and allocation sizing; fitting always compares the family's ow
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -265,6 +266,8 @@ class Resources:
     def fits_in(self, other: Resources) -> bool:
         """Whether these needs fit into ``other``, kind by kind. Raises :class:`ResourceError`
         when the two are counted in different kind systems."""
+        if self._family == other._family:  # the same kinds in the same order: count by count
+            return all(map(operator.le, self._counts, other._counts))
         return all(self._get(k) <= other._get(k) for k in self._compared_kinds(other))
 
     def shortfall(self, other: Resources) -> dict[str, tuple[int, int]]:

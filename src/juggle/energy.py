@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from juggle.core.tiers import Tier
 from juggle.errors import ConfigurationError, ProfileError
 from juggle.fabric.profiles import BoardProfile, PowerSection, load_profile
 
@@ -177,7 +178,7 @@ def _board_seconds(
 ) -> tuple[float, str] | None:
     """The board's modeled time for one service's tier and how it was obtained (None: no
     model covers it)."""
-    if tier == "hardware" and stats.hardware_modeled_mean_us is not None:
+    if tier == Tier.HARDWARE and stats.hardware_modeled_mean_us is not None:
         return (
             stats.hardware_modeled_mean_us * calls / 1e6,
             "modeled: the simulated fabric's bus time of this run (mean x calls) at the "
@@ -206,7 +207,7 @@ def _host_seconds(stats: ServiceStatistics, tier: str, calls: int) -> tuple[floa
 
 def _power(power: PowerSection, tier: str, region: str | None) -> tuple[float, str]:
     """The board's power while ``tier`` runs, and where the figure comes from."""
-    if tier == "hardware":
+    if tier == Tier.HARDWARE:
         key = "region_active_w" if region in power.region_active_w else "fabric_active_w"
         return power.active_w(region), power.how(key)
     return power.cpu_busy_w, power.how("cpu_busy_w")

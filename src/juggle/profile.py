@@ -38,6 +38,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from juggle.core.tiers import Tier
 from juggle.errors import ConfigurationError, JuggleError, ServiceUnavailableError
 from juggle.fabric.fabric import Fabric
 from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, GuardedWindow
@@ -727,13 +728,13 @@ def _profile_one(
             now = next(s for s in fw.services() if s.service_id == sid)
             if unserved[tier] or now.tier != tier:
                 continue  # a fault moved the service away: nothing left to time there
-            if tier == "hardware":
+            if tier == Tier.HARDWARE:
                 costs[tier] = _hardware_cost(fw, proxy, now.region, wl, timing)
             else:
                 costs[tier] = _soft_cost(proxy, tier, wl, fw.trace_sample, timing)
     finally:
-        soft = [t for t in snap.tiers if t != "hardware"]
-        if soft and "hardware" in results:
+        soft = [t for t in snap.tiers if t != Tier.HARDWARE]
+        if soft and Tier.HARDWARE in results:
             fw.set_tier(sid, snap.tier if snap.tier in soft else soft[0])  # frees the region
         fw.unget_service(proxy)
     agree, problems = _compare(results, wl, unserved, refused)

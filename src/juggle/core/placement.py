@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from juggle.core.tiers import Tier
 from juggle.errors import SanityCheckError, TierUnavailableError
 
 __all__ = ["JugglePlan", "RegionView", "ServiceView", "plan_juggle"]
@@ -88,7 +89,7 @@ def plan_juggle(
                 "places it, juggles do not",
                 subject=m.service_id,
             )
-        if m.tier != "hardware" or m.region is None:
+        if m.tier != Tier.HARDWARE or m.region is None:
             raise SanityCheckError(
                 f"service {m.service_id} ({m.label}) is in {m.tier}, not in hardware: it "
                 "cannot be taken out of the fabric",

@@ -6,12 +6,13 @@ import the runtime's public names from here, never from its submodules: the
 records its methods return.
 """
 
+from juggle.core.tiers import Tier
 from juggle.runtime.framework import Framework
 from juggle.runtime.interfaces import state_setting
 from juggle.runtime.ldapfilter import parse_filter
 from juggle.runtime.modules import Module, ModuleSnapshot, ModuleState
 from juggle.runtime.options import FrameworkOptions
-from juggle.runtime.proxy import ServiceProxy, Tier
+from juggle.runtime.proxy import ServiceProxy
 from juggle.runtime.signals import SignalChannel, TenantSignal, TenantSnapshot
 from juggle.runtime.snapshots import (
     JuggleReport,

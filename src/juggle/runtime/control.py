@@ -22,10 +22,10 @@ from juggle.core.controllers.base import (
     ServiceStats,
     StatsSnapshot,
 )
+from juggle.core.tiers import Tier
 from juggle.errors import ConfigurationError, ControllerError, JuggleError
 from juggle.fabric.fabric import Fabric
 from juggle.runtime.options import BOUNDED_LOG, FrameworkOptions, positive_number
-from juggle.runtime.proxy import Tier
 from juggle.runtime.snapshots import JuggleReport, ServiceStatistics
 from juggle.runtime.table import ServiceTable
 

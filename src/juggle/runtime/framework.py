@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from juggle.core.controllers.base import Controller, StatsSnapshot
+from juggle.core.tiers import Tier
 from juggle.fabric.fabric import Fabric
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.runtime.control import ControlLoop
@@ -445,6 +446,6 @@ class Framework:
 
     def __repr__(self) -> str:
         services, modules = self._table.services(), self._installer.modules()
-        in_hw = sum(1 for s in services if s.tier == "hardware")
+        in_hw = sum(1 for s in services if s.tier == Tier.HARDWARE)
         board, counts = self.fabric.profile.board.name, f"{len(modules)} modules, {len(services)}"
         return f"<Framework {board}: {counts} services, {in_hw} in hardware>"

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from juggle.core.tiers import Tier
 from juggle.errors import (
     DescriptorError,
     DuplicateModuleError,
@@ -44,7 +45,6 @@ from juggle.runtime.modules import (
     check_class,
 )
 from juggle.runtime.options import FrameworkOptions
-from juggle.runtime.proxy import Tier
 from juggle.runtime.resolved import Hardware, ResolvedService
 from juggle.runtime.services import ManagedService, ServiceHost
 from juggle.runtime.synthesis import read_report

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 
 from juggle.core.allocator import JuggleTicket
 from juggle.core.placement import JugglePlan
+from juggle.core.tiers import Tier
 from juggle.errors import (
     ConfigurationError,
     FabricError,
@@ -29,10 +30,10 @@ from juggle.errors import (
     UnknownServiceError,
 )
 from juggle.fabric.fabric import Fabric
+from juggle.fabric.region import RegionState
 from juggle.runtime.juggling import ActionMemo, JuggleStep, JuggleSteps, juggle_actions
 from juggle.runtime.lifecycle import Lifecycle
 from juggle.runtime.options import FrameworkOptions
-from juggle.runtime.proxy import Tier
 from juggle.runtime.services import ManagedService
 from juggle.runtime.snapshots import JuggleReport
 from juggle.runtime.supervisor import FaultLog
@@ -172,7 +173,7 @@ class Juggler:
         for region in regions:
             if region in serving:
                 continue
-            if self.fabric.region(region).snapshot().state != "PROGRAMMED":
+            if self.fabric.region(region).snapshot().state is not RegionState.PROGRAMMED:
                 continue  # EMPTY, or ERROR: nothing loaded that anyone could take for served
             try:
                 self.fabric.unload(region)

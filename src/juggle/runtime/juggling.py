@@ -42,6 +42,7 @@ from juggle.core.actions import (
 )
 from juggle.core.execute import execute
 from juggle.core.placement import JugglePlan
+from juggle.core.tiers import Tier
 from juggle.errors import (
     FabricError,
     HardwareFaultError,
@@ -51,9 +52,10 @@ from juggle.errors import (
 )
 from juggle.fabric.bitstream import Bitstream
 from juggle.fabric.fabric import Fabric
+from juggle.fabric.region import RegionState
 from juggle.runtime.hardware import HardwareCore
 from juggle.runtime.options import FrameworkOptions
-from juggle.runtime.proxy import Tier, binding_of
+from juggle.runtime.proxy import binding_of
 from juggle.runtime.services import ManagedService, Switched
 from juggle.runtime.table import ServiceTable
 from juggle.runtime.tenancy import SYSTEM_TENANT
@@ -311,7 +313,7 @@ class JuggleSteps:
         snap = self._fabric.region(region).snapshot()
         assert m.hardware is not None
         bitstream, _ = m.hardware.bitstreams[region]
-        intact = snap.state == "PROGRAMMED" and snap.design == bitstream.design
+        intact = snap.state is RegionState.PROGRAMMED and snap.design == bitstream.design
         if intact and not core.fault and m.region == region:
             m.core = core
             m.revert(switched, carry=m.versions() != versions)

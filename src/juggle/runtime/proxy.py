@@ -25,7 +25,6 @@ record.
 
 from __future__ import annotations
 
-import enum
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -34,17 +33,6 @@ from juggle.errors import DrainTimeoutError, JuggleError, ModuleCodeError, Servi
 from juggle.runtime import _pydispatch
 from juggle.runtime.interfaces import Arguments, MethodSpec, interface_methods, short_name
 from juggle.runtime.tracing import Accumulator, dispatch
-
-
-class Tier(enum.StrEnum):
-    """The tiers an implementation serves from, in the order snapshots list them. The values
-    are what JSON and the command line print, and a tier compares equal to its value
-    (``Tier.HARDWARE == "hardware"``). A proxy given back serves from the pseudo-tier
-    ``"gone"`` (every call raises), which is no tier of a service."""
-
-    SOFTWARE = "software"
-    NATIVE = "native"
-    HARDWARE = "hardware"
 
 
 def has_context(impl: object) -> bool:

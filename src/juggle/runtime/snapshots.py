@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from juggle.core.tiers import Tier
+from juggle.fabric.region import RegionState
 from juggle.fabric.resources import Resources
-from juggle.runtime.proxy import Tier
 from juggle.runtime.tracing import CallStats
 
 __all__ = [
@@ -48,7 +49,7 @@ class RegionSnapshot:
     """Frozen view of one fabric region as the runtime sees it."""
 
     name: str
-    state: str
+    state: RegionState
     module: str | None
     service_id: int | None
     design: str | None

@@ -14,10 +14,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from juggle.core.tiers import Tier
 from juggle.errors import FabricError, ServiceUnavailableError, UnknownServiceError
 from juggle.fabric.fabric import Fabric
 from juggle.runtime.interfaces import InterfaceCatalog, short_name
-from juggle.runtime.proxy import ServiceProxy, Tier, binding_of
+from juggle.runtime.proxy import ServiceProxy, binding_of
 from juggle.runtime.registry import Registry
 from juggle.runtime.services import ManagedService, ProxyFactory
 from juggle.runtime.snapshots import ProxyInfo, RegionSnapshot, ServiceSnapshot, ServiceStatistics

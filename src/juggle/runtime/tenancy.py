@@ -90,6 +90,7 @@ from juggle.core.placement import ServiceView
 from juggle.core.regionfsm import RegionPhase
 from juggle.core.taskindex import DeviceSpec, RegionSpec, TaskDescriptor, TaskIndex
 from juggle.core.tenants import DeviceState, ProgrammingModel, SignalKind
+from juggle.core.tiers import Tier
 from juggle.errors import (
     AllocatorError,
     DeviceStateError,
@@ -517,7 +518,7 @@ class TenantArbiter:
                 hw.resources,
                 DEFAULT_CONTEXT_BYTES,
                 managed,
-                arbitrated=managed.home_tier == "hardware" and len(self._tenants) > 0,
+                arbitrated=managed.home_tier == Tier.HARDWARE and len(self._tenants) > 0,
             )
             spec, tasks = self._device_of(svc)
             self._alloc.add_device(spec, tasks, owner=svc.service_id)

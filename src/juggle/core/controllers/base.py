@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from juggle.core.tiers import Tier
+
 
 @dataclass(frozen=True, slots=True)
 class ServiceStats:
@@ -77,7 +79,7 @@ class StatsSnapshot:
 
     def in_hardware(self) -> tuple[ServiceStats, ...]:
         """Services currently served from the fabric."""
-        return tuple(s for s in self.services if s.tier == "hardware")
+        return tuple(s for s in self.services if s.tier == Tier.HARDWARE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from juggle.core.controllers._common import (
     reconfiguring,
 )
 from juggle.core.controllers.base import JuggleAction, ServiceStats, StatsSnapshot
+from juggle.core.tiers import Tier
 from juggle.errors import ControllerError
 
 __all__ = ["CostAwareController"]
@@ -93,7 +94,7 @@ class CostAwareController:
         horizon = self.horizon(snapshot)
         best: tuple[float, ServiceStats] | None = None
         for entry in snapshot.services:
-            if not entry.hardware_capable or entry.tier == "hardware":
+            if not entry.hardware_capable or entry.tier == Tier.HARDWARE:
                 continue
             net = self.net_saving_us(snapshot, entry, horizon)
             if net is not None and net > 0 and (best is None or net > best[0]):

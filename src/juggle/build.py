@@ -40,7 +40,7 @@ def _rtl_of(source: ModuleSource, design: str) -> tuple[list[Path], str]:
         raise BackendError(
             f"design {design!r} has no RTL: the module has no hdl/{design}/*.v and juggle no "
             "reference core of that name",
-            design,
+            design=design,
         )
     return list(found.sources), found.top
 
@@ -66,7 +66,7 @@ def build_module(
     if source.zip_prefix is not None:
         raise DescriptorError(
             f"{str(source.location)!r}: build a module folder (the report is written into it)",
-            str(source.location),
+            path=str(source.location),
         )
     descriptor = source.load_descriptor()
     board = load_profile(fabric)

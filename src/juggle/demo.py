@@ -176,7 +176,7 @@ def run_demo(
     ``hardware="rtl"`` runs every hardware call on the cores' Verilog; ``scale`` (0 < scale
     <= 1) shortens every phase's work in proportion (the story stays the same)."""
     if not 0 < scale <= 1:
-        raise ConfigurationError(f'"scale" must be in (0, 1], got {scale!r}', scale)
+        raise ConfigurationError(f'"scale" must be in (0, 1], got {scale!r}', value=scale)
 
     def n(count: int) -> int:
         return max(2, round(count * scale))

@@ -82,10 +82,10 @@ def energy_of(
     board = load_profile(profile) if isinstance(profile, str) else profile
     power = board.power
     if power is None:
-        raise ProfileError(f"profile {board.name!r} has no [power] section", board.name)
+        raise ProfileError(f"profile {board.name!r} has no [power] section", profile=board.name)
     if not reconfiguration_s >= 0:
         raise ConfigurationError(
-            f'"reconfiguration_s" must be >= 0, got {reconfiguration_s!r}', reconfiguration_s
+            f'"reconfiguration_s" must be >= 0, got {reconfiguration_s!r}', value=reconfiguration_s
         )
     models = {"tdes": tdes_board_model(board)} if board_models is None else board_models
     per_service: dict[str, dict[str, Any]] = {}

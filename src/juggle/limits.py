@@ -49,7 +49,7 @@ class Limits:
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputLimitError(
-                    f'Limits: "{f.name}" must be a positive int, got {value!r}', value
+                    f'Limits: "{f.name}" must be a positive int, got {value!r}', value=value
                 )
 
 
@@ -61,5 +61,5 @@ def check_size(what: str, size: int, limit: int, name: str) -> None:
     field, so the message says how to raise it)."""
     if size > limit:
         raise InputLimitError(
-            f"{what} is {size:,} bytes, over the limit of {limit:,} (Limits.{name})", what
+            f"{what} is {size:,} bytes, over the limit of {limit:,} (Limits.{name})", path=what
         )

@@ -122,14 +122,14 @@ def _cipher_workload(
         raise ConfigurationError(
             f'crypto.EncryptionService: property "algorithm" must be one of '
             f"{', '.join(_CIPHERS)} to choose a key and block size, got {algorithm!r}",
-            algorithm,
+            value=algorithm,
         )
     key_size, block = _CIPHERS[str(algorithm)]
     size = block if size is None else size
     if size <= 0 or size % block:
         raise ConfigurationError(
             f'"size" must be a positive multiple of the {block}-byte {algorithm} block, got {size}',
-            size,
+            value=size,
         )
     key = rng.randbytes(key_size)
     checks = tuple(
@@ -168,7 +168,7 @@ def _decoder_workload(
 ) -> ProfileWorkload:
     size = 64 if size is None else size
     if size <= 0:
-        raise ConfigurationError(f'"size" must be > 0 bytes, got {size}', size)
+        raise ConfigurationError(f'"size" must be > 0 bytes, got {size}', value=size)
     return ProfileWorkload(
         (Call("reset"),),
         tuple(Call("decode", (rng.randbytes(size),)) for _ in range(vectors)),
@@ -205,10 +205,10 @@ def workload_for(
         raise ConfigurationError(
             f"no built-in workload for interface {interface!r} (built in: "
             f"{', '.join(sorted(_BUILDERS))}); pass workload=ProfileWorkload(...)",
-            interface,
+            value=interface,
         )
     if isinstance(vectors, bool) or not isinstance(vectors, int) or vectors < 1:
-        raise ConfigurationError(f'"vectors" must be an int >= 1, got {vectors!r}', vectors)
+        raise ConfigurationError(f'"vectors" must be an int >= 1, got {vectors!r}', value=vectors)
     return builder(properties or {}, random.Random(seed), vectors, size)
 
 
@@ -252,7 +252,7 @@ def _resolve(target: str, fabric: str) -> tuple[list[Path], str | None]:
     raise ServiceUnavailableError(
         f"{target!r} is not a module path, nor a module or interface of the shipped modules "
         f"({', '.join(names) or 'none found'})",
-        target,
+        interface=target,
     )
 
 
@@ -792,9 +792,9 @@ def profile_service(
     installing the module raises.
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ConfigurationError(f'"rounds" must be an int >= 1, got {rounds!r}', rounds)
+        raise ConfigurationError(f'"rounds" must be an int >= 1, got {rounds!r}', value=rounds)
     if not round_ms > 0:
-        raise ConfigurationError(f'"round_ms" must be > 0, got {round_ms!r}', round_ms)
+        raise ConfigurationError(f'"round_ms" must be > 0, got {round_ms!r}', value=round_ms)
     from juggle.runtime.framework import Framework
 
     target = str(path_or_interface)
@@ -827,7 +827,7 @@ def profile_service(
             f"no service of {target!r} matches {filter!r}"
             if filter
             else f"{target!r} has no service",
-            target,
+            interface=target,
         )
     return {
         "target": target,

@@ -37,6 +37,7 @@ from juggle.errors import (
     ConfigurationError,
     ModuleError,
     ResourceError,
+    scalar,
 )
 from juggle.fabric.bitstream import build_bitstream, normalize_part
 from juggle.fabric.resources import SLICE_KINDS, Resources, kinds_of
@@ -88,12 +89,14 @@ def _size_for(region: RegionProfile, size: int | None, source: str) -> int:
     if size is None:
         size = region.bitstream_bytes or region.max_bitstream_bytes
     if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-        raise BitstreamError(f'"size" must be a positive int of bytes, got {size!r}', size)
+        raise BitstreamError(f'"size" must be a positive int of bytes, got {size!r}', value=size)
     if size > region.max_bitstream_bytes:
         raise BitstreamTooLargeError(
             f"bitstream {source!r} would be {size:,} bytes, region {region.name!r} takes at "
             f"most {region.max_bitstream_bytes:,} (max_bitstream_bytes)",
-            size,
+            region=region.name,
+            path=source,
+            value=size,
         )
     return size
 
@@ -108,7 +111,9 @@ def _write_bitstream(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     except OSError as exc:
-        raise BitstreamError(f"cannot write bitstream {str(path)!r}: {exc}", str(path)) from exc
+        raise BitstreamError(
+            f"cannot write bitstream {str(path)!r}: {exc}", path=str(path)
+        ) from exc
     return path, nbytes
 
 
@@ -144,7 +149,7 @@ def _check_name(name: object) -> str:
         raise ConfigurationError(
             f"module name {name!r} must be lower-case letters, digits, '_' and '-', starting "
             "with a letter or digit (e.g. demo_svc)",
-            name,
+            value=scalar(name),
         )
     from juggle.fabric.sim.catalog import BUILTIN_MODELS
 
@@ -153,7 +158,7 @@ def _check_name(name: object) -> str:
             f"module name {name!r} is the design of a built-in core (built in: "
             f"{', '.join(sorted(BUILTIN_MODELS))}); the design is named after the module, "
             "choose another name",
-            name,
+            value=name,
         )
     return name
 
@@ -165,7 +170,7 @@ def _check_interface(interface: object) -> tuple[list[str], str]:
         raise ConfigurationError(
             f"interface {interface!r} must be a dotted name package.Class (e.g. "
             "demo.EchoService): the class is written to the module's package.py",
-            interface,
+            value=scalar(interface),
         )
     from juggle.runtime.interfaces import BUILTIN_INTERFACES
 
@@ -174,7 +179,7 @@ def _check_interface(interface: object) -> tuple[list[str], str]:
             f"interface {interface!r} is one of juggle's reference interfaces; the scaffold "
             "writes a new interface (see examples/modules for modules implementing the "
             "reference ones)",
-            interface,
+            value=interface,
         )
     return parts[:-1], parts[-1]
 
@@ -498,7 +503,7 @@ def _pick_region(board: BoardProfile, region: str | None) -> RegionProfile:
             raise ResourceError(
                 f"the generated core does not fit region {region!r} of board {board.name!r}: "
                 f"{template.describe_shortfall(chosen.resources)}",
-                region,
+                region=region,
             )
         return chosen
     for candidate in board.regions:
@@ -506,8 +511,7 @@ def _pick_region(board: BoardProfile, region: str | None) -> RegionProfile:
             return candidate
     family = board.regions[0].resources.family if board.regions else "xc2vp"
     raise ResourceError(
-        f"no region of board {board.name!r} fits the generated core ({template_resources(family)})",
-        board.name,
+        f"no region of board {board.name!r} fits the generated core ({template_resources(family)})"
     )
 
 
@@ -538,7 +542,7 @@ def _sources(
         raise ConfigurationError(
             f"interface package {package[0]!r} is the module's code file {code}.py; choose "
             "another package for the interface",
-            interface,
+            value=interface,
         )
     method = _method_name(cls)
     names = {"soft": f"Software{base}", "core": f"{base}Core", "driver": f"{base}Driver"}
@@ -619,7 +623,7 @@ def scaffold_module(
     path = parent / name
     if path.exists() or path.is_symlink():
         raise ModuleError(
-            f"{str(path)!r} exists already; choose another NAME or target folder", str(path)
+            f"{str(path)!r} exists already; choose another NAME or target folder", path=str(path)
         )
     files, classes, bitstream = _sources(
         name,
@@ -634,7 +638,9 @@ def scaffold_module(
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=parent))
     except OSError as exc:
-        raise ModuleError(f"cannot create a module in {str(parent)!r}: {exc}", parent) from exc
+        raise ModuleError(
+            f"cannot create a module in {str(parent)!r}: {exc}", path=str(parent)
+        ) from exc
     try:
         for relpath, text in files.items():
             target = staging / relpath
@@ -645,7 +651,7 @@ def scaffold_module(
         os.rename(staging, path)  # fails on a non-empty folder created meanwhile
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        raise ModuleError(f"cannot write module {str(path)!r}: {exc}", str(path)) from exc
+        raise ModuleError(f"cannot write module {str(path)!r}: {exc}", path=str(path)) from exc
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -24,7 +24,7 @@ def example_modules() -> Path:
         raise UnknownModuleError(
             f"the example modules are missing from this installation ({folder}); reinstall "
             "juggle (pip install juggle)",
-            str(folder),
+            path=str(folder),
         )
     return folder
 
@@ -38,5 +38,5 @@ def example_module(name: str) -> Path:
     module = folder / name
     if not name or "/" in name or not module.is_dir():
         known = ", ".join(sorted(p.name for p in folder.iterdir() if p.is_dir()))
-        raise UnknownModuleError(f"no example module {name!r} (examples: {known})", name)
+        raise UnknownModuleError(f"no example module {name!r} (examples: {known})", module=name)
     return module

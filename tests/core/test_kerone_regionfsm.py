@@ -59,7 +59,7 @@ def test_every_pair(src: RegionPhase, dst: RegionPhase) -> None:
         with pytest.raises(IllegalTransitionError) as info:
             machine.to(dst)
         assert isinstance(info.value, AllocatorError)
-        assert info.value.subject == "prr"
+        assert info.value.region == "prr"
         assert src.value in str(info.value) and dst.value in str(info.value)
         assert machine.state is src  # nothing changed
         assert sum(machine.entered) == 0

@@ -40,12 +40,11 @@ def _outcome(call: Any) -> dict[str, Any]:
     try:
         result = call()
     except Exception as exc:
-        subject = getattr(exc, "subject", None)
         return {
             "error": type(exc).__name__,
             "is_argument_error": isinstance(exc, ServiceArgumentError),
             "message": str(exc),
-            "subject": list(subject) if isinstance(subject, tuple) else subject,
+            "about": [getattr(exc, "method", None), getattr(exc, "argument", None)],
         }
     return {"result": result}
 
@@ -77,7 +76,7 @@ def bob_mistakes(socket: str) -> dict[str, Any]:
         return out
 
 
-#: each mistake: words its message must hold (method, argument, value) and its subject
+#: each mistake: words its message must hold (method, argument, value) and its (method, argument)
 EXPECTED = {
     "unknown keyword": (
         ("EncryptionService.encrypt()", "unexpected keyword argument 'sizee'", "(=8)"),
@@ -120,13 +119,13 @@ def test_a_tenants_argument_mistakes_on_hardware_are_his_alone(spawn: Any) -> No
         bob = run_as(NOBODY, bob_mistakes, str(daemon.socket))
 
         assert bob["identity"] == "bob" and bob["good"] and bob["good_after"]
-        for name, (words, subject) in EXPECTED.items():
+        for name, (words, about) in EXPECTED.items():
             got = bob[name]
             assert got.get("error") == "ServiceArgumentError", (name, got)
             assert got["is_argument_error"], (name, got)
             for word in words:
                 assert word in got["message"], (name, word, got["message"])
-            assert got["subject"] == subject, (name, got)
+            assert got["about"] == about, (name, got)
             assert got["untouched"], name
         assert programmed in bob["regions"]  # what bob saw after his mistakes
         # alice: the region is still PROGRAMMED with the service, nothing was a fault, and her

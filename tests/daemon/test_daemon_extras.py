@@ -17,7 +17,7 @@ from daemon_support import MODULES, DaemonProcess, free_port, make_base, wait_un
 from test_daemon import DES_HARDWARE_ONLY, policy, tenant
 
 from juggle.daemon.dashboard import TOKEN_FILE, admin_token, parse_address
-from juggle.daemon.errors import DashboardError, RegionQuotaExceededError
+from juggle.errors import DashboardError, RegionQuotaExceededError
 
 DES_KEY = bytes.fromhex("133457799BBCDFF1")
 AES_KEY = bytes(range(16))
@@ -132,7 +132,7 @@ def test_dashboard_addresses(text: str, address: tuple[str, int]) -> None:
 def test_bad_dashboard_addresses_are_refused(text: str) -> None:
     with pytest.raises(DashboardError) as refused:
         parse_address(text)
-    assert refused.value.subject == text
+    assert refused.value.value == text
 
 
 # -- a call run on the connection's reader thread holds nothing up ------------------------------
@@ -231,7 +231,7 @@ def test_quota_of_regions_held_at_once(spawn: Any, tmp_path: Path, quota: int | 
             return
         with pytest.raises(RegionQuotaExceededError, match="max_regions") as refused:
             aes.load_key(AES_KEY)
-        assert refused.value.subject == "alice"
+        assert refused.value.tenant == "alice"
         des.encrypt(bytearray(8), 8)  # the region it holds still serves it
         client.unget_service(des)  # gives its region back
         aes.load_key(AES_KEY)

@@ -27,8 +27,8 @@ from Crypto.Cipher import DES3
 from daemon_support import MODULES, NOBODY, run_as, running_as_root
 
 from juggle.daemon import client as client_module
-from juggle.daemon.errors import ProtocolError
 from juggle.daemon.protocol import ShmRef
+from juggle.errors import ProtocolError
 
 KEY = bytes.fromhex("0123456789ABCDEF23456789ABCDEF01456789ABCDEF0123")
 #: Every seal a segment must carry: it cannot shrink, grow, or have its seals changed.

@@ -39,7 +39,6 @@ from daemon_support import (
 
 from juggle.daemon import DaemonIdentityError, PolicyError, UnsafePathError, connect
 from juggle.daemon.client import DAEMON_UID_ENV
-from juggle.daemon.errors import DashboardError
 from juggle.daemon.protocol import PROTOCOL_VERSION, frame, pack
 from juggle.daemon.safefs import (
     check_private_dir,
@@ -47,6 +46,7 @@ from juggle.daemon.safefs import (
     read_regular_file,
     replace_file,
 )
+from juggle.errors import DashboardError
 
 pytestmark = pytest.mark.skipif(
     not running_as_root(), reason="needs root: files and processes of another uid (65534)"
@@ -504,7 +504,7 @@ def test_a_client_refuses_a_daemon_of_the_wrong_uid_before_sending_a_byte(base: 
     assert received == 0
     text = str(outcome)
     assert f"uid {NOBODY}" in text and "expected daemon uid 0" in text and "pid " in text
-    assert outcome.subject == str(folder / "s.sock")
+    assert outcome.path == str(folder / "s.sock") and outcome.uid == NOBODY
 
 
 @pytest.mark.parametrize("how", ["argument", "environment"])
@@ -549,7 +549,7 @@ def test_the_fake_receives_what_a_client_trusting_it_sends(base: Path) -> None:
 def test_a_bad_daemon_uid_is_refused_naming_it() -> None:
     with pytest.raises(DaemonIdentityError, match="no-such-user-here") as refused:
         connect("/nonexistent/s.sock", daemon_uid="no-such-user-here")
-    assert refused.value.subject == "no-such-user-here"
+    assert refused.value.value == "no-such-user-here"
 
 
 # -- the primitives ------------------------------------------------------------------------------

@@ -26,9 +26,17 @@ import pytest
 from daemon_support import MODULES, NOBODY, DaemonProcess, run_as, running_as_root, wait_until
 
 from juggle.daemon import connect
-from juggle.daemon.errors import LimitExceededError, PolicyError
 from juggle.daemon.policy import AccessPolicy, Identity, PeerCredentials, default_limits
-from juggle.daemon.protocol import HEADER, InOut, ProtocolError, frame, pack, unpack
+from juggle.daemon.protocol import (
+    HEADER,
+    PROTOCOL_VERSION,
+    InOut,
+    ProtocolError,
+    frame,
+    pack,
+    unpack,
+)
+from juggle.errors import LimitExceededError, PolicyError
 
 needs_root = pytest.mark.skipif(
     not running_as_root(), reason="needs root: clients run as another uid (nobody)"
@@ -186,7 +194,7 @@ class Raw:
 
     def send(self, message: dict[str, Any]) -> int:
         request_id = next(self.ids)
-        self.sock.sendall(frame(pack({"v": 1, "id": request_id, **message})))
+        self.sock.sendall(frame(pack({"v": PROTOCOL_VERSION, "id": request_id, **message})))
         return request_id
 
     def request(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -281,7 +289,7 @@ def _exhaust(path: str) -> dict[str, Any]:
         try:
             clients.append(connect(path, timeout=20.0))
         except LimitExceededError as exc:
-            connection_refusal = [type(exc).__name__, list(exc.subject)]
+            connection_refusal = [type(exc).__name__, [exc.limit, exc.value]]
             break
     segments = []
     segment_refusals: list[Any] = []
@@ -290,7 +298,7 @@ def _exhaust(path: str) -> dict[str, Any]:
             try:
                 segments.append(client.buffer(4096))
             except LimitExceededError as exc:
-                segment_refusals.append(list(exc.subject))
+                segment_refusals.append([exc.limit, exc.value])
                 break
         if segment_refusals[-1][0] != "connection_max_segments":
             break
@@ -363,7 +371,7 @@ def test_global_connection_limit_refuses_and_the_others_are_served(spawn: Any) -
         try:
             connect(path)
         except LimitExceededError as exc:
-            return list(exc.subject)
+            return [exc.limit, exc.value]
         return []
 
     with held_as(NOBODY, two, str(daemon.socket)) as refusal:
@@ -371,7 +379,7 @@ def test_global_connection_limit_refuses_and_the_others_are_served(spawn: Any) -
         with daemon.client() as alice:
             with pytest.raises(LimitExceededError, match="max_connections is 3") as info:
                 daemon.client()
-            assert info.value.subject == ("max_connections", 3)
+            assert (info.value.limit, info.value.value) == ("max_connections", 3)
             assert alice.ping() is not None
 
     # once the hostile tenant left, its connections count no more
@@ -397,7 +405,7 @@ def test_global_connection_limit_refuses_and_the_others_are_served(spawn: Any) -
     (raw,) = admitted
     try:
         assert raw.hello["hello"]["max_frame"] == 65536
-        payload = pack({"v": 1, "id": 1, "op": "ping", "pad": b"x" * 70_000})
+        payload = pack({"v": PROTOCOL_VERSION, "id": 1, "op": "ping", "pad": b"x" * 70_000})
         raw.sock.sendall(HEADER.pack(len(payload)) + payload)
         err = raw.read()["err"]
         assert err[0] == "ProtocolError" and "outside 1..65536" in err[1], err
@@ -413,7 +421,7 @@ def test_global_connection_limit_refuses_and_the_others_are_served(spawn: Any) -
 def _maps_frames() -> list[bytes]:
     """Payloads of 8 MiB (just under) of empty maps: one array of them, and arrays of 1000."""
     size = 8 << 20
-    head = {"v": 1, "id": 1, "op": "ping"}
+    head = {"v": PROTOCOL_VERSION, "id": 1, "op": "ping"}
     flat = pack({**head, "x": [{}] * (size - 64)})
     nested = pack({**head, "x": [[[{}] * 1000] * 1000] * (size // 1_003_010)})
     assert len(flat) <= size and len(nested) <= size and len(nested) > size - (1 << 20)
@@ -528,7 +536,7 @@ def _split_pings(path: str, count: int) -> list[Any]:
     raws = [Raw(path) for _ in range(count)]
     out = []
     for raw in raws:
-        payload = pack({"v": 1, "id": 5, "op": "ping"})
+        payload = pack({"v": PROTOCOL_VERSION, "id": 5, "op": "ping"})
         data = HEADER.pack(len(payload)) + payload
         raw.sock.sendall(data[:6])
         deadline = time.monotonic() + DEADLINE_S

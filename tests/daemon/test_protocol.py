@@ -11,15 +11,10 @@ import pytest
 from daemon_support import MODULES
 
 import juggle
-from juggle.daemon.errors import (
-    AccessDeniedError,
-    DaemonUnavailableError,
-    PolicyError,
-    ProtocolError,
-    RemoteError,
-)
+from juggle import errors
 from juggle.daemon.policy import AccessPolicy, PeerCredentials
 from juggle.daemon.protocol import (
+    PROTOCOL_VERSION,
     FrameDecoder,
     InOut,
     ShmRef,
@@ -33,8 +28,14 @@ from juggle.daemon.protocol import (
     unpack,
 )
 from juggle.errors import (
+    AccessDeniedError,
     BlockSizeError,
+    DaemonUnavailableError,
+    HardwareFaultError,
     JuggleError,
+    PolicyError,
+    ProtocolError,
+    RemoteError,
     UnknownServiceError,
     WaitSignal,
 )
@@ -51,7 +52,12 @@ from juggle.runtime.signals import TenantSignal, TenantSnapshot
 
 
 def test_frames_round_trip_with_buffers() -> None:
-    message = {"v": 1, "id": 3, "op": "call", "args": [InOut(b"abc"), ShmRef(2, 16, 64), b"k"]}
+    message = {
+        "v": PROTOCOL_VERSION,
+        "id": 3,
+        "op": "call",
+        "args": [InOut(b"abc"), ShmRef(2, 16, 64), b"k"],
+    }
     data = frame(pack(message))
     assert struct.unpack(">I", data[:4])[0] == len(data) - 4
     decoder = FrameDecoder()
@@ -70,16 +76,18 @@ def test_frame_decoder_refuses_oversized_and_empty_frames() -> None:
 @pytest.mark.parametrize(
     "payload",
     [
-        msgpack.packb({"v": 2, "id": 1, "op": "ping"}),
+        msgpack.packb({"v": PROTOCOL_VERSION + 1, "id": 1, "op": "ping"}),
         msgpack.packb({"id": 1, "op": "ping"}),
         msgpack.packb([1, 2]),
-        msgpack.packb({"v": 1, "id": -1, "op": "ping"}),
-        msgpack.packb({"v": 1, "id": True, "op": "ping"}),
-        msgpack.packb({"v": 1, "id": 0, "op": "ping"}),
-        msgpack.packb({"v": 1, "id": 1}),
-        msgpack.packb({"v": 1, "id": 1, "op": "x", 5: 1}),  # a key that is no string
-        msgpack.packb({"v": 1, "id": 1, "op": "x", "a": msgpack.ExtType(2, b"\x01")}),
-        msgpack.packb({"v": 1, "id": 1, "op": "x", "a": msgpack.ExtType(7, b"")}),
+        msgpack.packb({"v": PROTOCOL_VERSION, "id": -1, "op": "ping"}),
+        msgpack.packb({"v": PROTOCOL_VERSION, "id": True, "op": "ping"}),
+        msgpack.packb({"v": PROTOCOL_VERSION, "id": 0, "op": "ping"}),
+        msgpack.packb({"v": PROTOCOL_VERSION, "id": 1}),
+        msgpack.packb({"v": PROTOCOL_VERSION, "id": 1, "op": "x", 5: 1}),  # a key that is no string
+        msgpack.packb(
+            {"v": PROTOCOL_VERSION, "id": 1, "op": "x", "a": msgpack.ExtType(2, b"\x01")}
+        ),
+        msgpack.packb({"v": PROTOCOL_VERSION, "id": 1, "op": "x", "a": msgpack.ExtType(7, b"")}),
         b"\xc1",
         b"\x91" * 5000 + b"\xc0",
     ],
@@ -91,33 +99,85 @@ def test_malformed_requests_are_protocol_errors(payload: bytes) -> None:
 
 def test_values_that_cannot_travel_are_refused_or_stringified() -> None:
     with pytest.raises(TypeError):
-        pack({"v": 1, "x": object()})
-    assert unpack(pack({"v": 1, "id": 0, "x": object()}, lenient=True))["x"].startswith("<object")
+        pack({"v": PROTOCOL_VERSION, "x": object()})
+    assert unpack(pack({"v": PROTOCOL_VERSION, "id": 0, "x": object()}, lenient=True))[
+        "x"
+    ].startswith("<object")
 
 
 # -- errors -----------------------------------------------------------------------------------
 
+#: every error class of juggle, by name
+ERROR_CLASSES = {
+    name: obj
+    for name, obj in vars(errors).items()
+    if isinstance(obj, type) and issubclass(obj, JuggleError)
+}
 
-def test_errors_keep_their_class_message_and_subject() -> None:
-    again = error_from_wire(error_to_wire(BlockSizeError("size 7 is no multiple of 8", 7)))
+
+def test_errors_keep_their_class_message_and_attributes() -> None:
+    again = error_from_wire(error_to_wire(BlockSizeError("size 7 is no multiple of 8", value=7)))
     assert type(again) is BlockSizeError and str(again) == "size 7 is no multiple of 8"
-    assert again.subject == 7
-    wait = error_from_wire(error_to_wire(WaitSignal("wait", ("bob", "tdes"), service_id=4)))
-    assert type(wait) is WaitSignal and wait.service_id == 4 and wait.subject == ("bob", "tdes")
-    missing = error_from_wire(error_to_wire(UnknownServiceError("no service 9", 9)))
+    assert again.value == 7 and again.method is None
+    wait = error_from_wire(
+        error_to_wire(WaitSignal("wait", tenant="bob", device="tdes", service_id=4))
+    )
+    assert type(wait) is WaitSignal and wait.service_id == 4
+    assert (wait.tenant, wait.device, wait.region) == ("bob", "tdes", None)
+    missing = error_from_wire(error_to_wire(UnknownServiceError("no service 9", service_id=9)))
     assert isinstance(missing, KeyError) and str(missing) == "no service 9"
-    denied = error_from_wire(error_to_wire(AccessDeniedError("no", 65534)))
+    assert missing.service_id == 9
+    denied = error_from_wire(error_to_wire(AccessDeniedError("no", uid=65534, operation="x")))
     assert type(denied) is AccessDeniedError and isinstance(denied, PermissionError)
+    assert (denied.uid, denied.operation, denied.path) == (65534, "x", None)
+
+
+@pytest.mark.parametrize("name", sorted(ERROR_CLASSES))
+def test_every_error_class_crosses_the_wire_with_its_attributes(name: str) -> None:
+    cls = ERROR_CLASSES[name]
+    sample = {str: "prr1", int: 7, float: 2.5}
+    given = {
+        attr: sample[next(t for t in allowed if t is not type(None))]
+        for attr, allowed in cls.attribute_types().items()
+    }
+    wire = error_to_wire(cls("what went wrong", **given))
+    assert wire == [name, "what went wrong", given]
+    again = error_from_wire(unpack(pack({"v": PROTOCOL_VERSION, "id": 0, "err": wire}))["err"])
+    assert type(again) is cls and str(again) == "what went wrong"
+    assert again.attributes() == given
+
+
+def test_attributes_that_are_not_set_do_not_travel() -> None:
+    wire = error_to_wire(HardwareFaultError("failed", region="prr0"))
+    assert wire == ["HardwareFaultError", "failed", {"region": "prr0"}]
+    again = error_from_wire(wire)
+    assert isinstance(again, HardwareFaultError)
+    assert (again.region, again.service_id) == ("prr0", None)
 
 
 def test_unknown_and_foreign_errors_become_remote_errors() -> None:
     foreign = error_from_wire(error_to_wire(ZeroDivisionError("division by zero")))
     assert type(foreign) is RemoteError and foreign.remote_type == "ZeroDivisionError"
-    unknown = error_from_wire(["NoSuchError", "boom", None, {}])
+    unknown = error_from_wire(["NoSuchError", "boom", {}])
     assert type(unknown) is RemoteError and unknown.remote_type == "NoSuchError"
-    assert type(error_from_wire(["Any", "not an exception", None, {}])) is RemoteError
+    assert type(error_from_wire(["Any", "not an exception", {}])) is RemoteError
     assert type(error_from_wire("garbage")) is ProtocolError
     assert issubclass(DaemonUnavailableError, ConnectionError)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        ["BlockSizeError", "m", None, {}],  # the four-item shape of old
+        ["BlockSizeError", "m", {"subject": 7}],  # an attribute the class does not take
+        ["BlockSizeError", "m", {"value": [7]}],  # a value of no attribute type
+        ["UnknownServiceError", "m", {"service_id": "9"}],  # a str where an int belongs
+        ["RemoteError", "m", {"remote_type": None}],
+    ],
+)
+def test_malformed_errors_from_the_daemon_are_protocol_errors(data: list[Any]) -> None:
+    error = error_from_wire(data)
+    assert type(error) is ProtocolError and "malformed error from the daemon" in str(error)
 
 
 # -- snapshots --------------------------------------------------------------------------------
@@ -151,7 +211,9 @@ def test_snapshots_round_trip(framework: Any) -> None:
         (TenantSignal, TenantSignal("alice", "tdes", sid, "ready", 1.5, 3)),
     ]
     for cls, value in cases:
-        travelled = unpack(pack({"v": 1, "id": 0, "x": to_wire(value)}), trusted=True)["x"]
+        travelled = unpack(
+            pack({"v": PROTOCOL_VERSION, "id": 0, "x": to_wire(value)}), trusted=True
+        )["x"]
         assert from_wire(cls, travelled) == value, cls
     fw.unget_service(proxy)
 
@@ -253,8 +315,8 @@ def test_daemon_bench_quick_reports_its_figures() -> None:
 # -- protocol strictness (issue 19) ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [True, 1.0, "1", 2, None])
-def test_version_must_be_the_integer_1(version: Any) -> None:
+@pytest.mark.parametrize("version", [True, 2.0, "2", 1, 3, None])
+def test_version_must_be_the_protocol_versions_integer(version: Any) -> None:
     message = {"v": version, "id": 3, "op": "ping"}
     if version is None:
         del message["v"]
@@ -264,15 +326,22 @@ def test_version_must_be_the_integer_1(version: Any) -> None:
         assert repr(version)[:20] in str(info.value)
     with pytest.raises(ProtocolError, match="protocol version"):
         parse_request(pack(message))
-    assert parse_request(pack({"v": 1, "id": 3, "op": "ping"}))["v"] == 1
+    assert parse_request(pack({"v": PROTOCOL_VERSION, "id": 3, "op": "ping"}))["v"] == 2
 
 
 @pytest.mark.parametrize(
     "message",
     [
-        {"v": 1, "id": 3, "op": "ping", b"extra": 1},  # at the top
-        {"v": 1, "id": 3, "op": "call", "h": 1, "m": "f", "kw": {b"key": 1}},  # nested
-        {"v": 1, "id": 3, "op": "call", "h": 1, "m": "f", "args": [[{b"deep": 2}]]},
+        {"v": PROTOCOL_VERSION, "id": 3, "op": "ping", b"extra": 1},  # at the top
+        {
+            "v": PROTOCOL_VERSION,
+            "id": 3,
+            "op": "call",
+            "h": 1,
+            "m": "f",
+            "kw": {b"key": 1},
+        },  # nested
+        {"v": PROTOCOL_VERSION, "id": 3, "op": "call", "h": 1, "m": "f", "args": [[{b"deep": 2}]]},
     ],
 )
 def test_binary_map_keys_are_refused_naming_the_key(message: dict[Any, Any]) -> None:
@@ -280,22 +349,22 @@ def test_binary_map_keys_are_refused_naming_the_key(message: dict[Any, Any]) -> 
     with pytest.raises(ProtocolError, match="keys must be strings") as info:
         parse_request(payload)
     assert "b'" in str(info.value)
-    assert isinstance(info.value.subject, bytes)
+    assert isinstance(info.value.value, str) and info.value.value.startswith("b'")
 
 
 def test_other_map_keys_are_refused_and_the_trusted_side_keeps_them() -> None:
-    payload = msgpack.packb({"v": 1, "id": 3, "op": "ping", "m": {1: 2}})
+    payload = msgpack.packb({"v": PROTOCOL_VERSION, "id": 3, "op": "ping", "m": {1: 2}})
     with pytest.raises(ProtocolError, match="map key"):
         parse_request(payload)
     assert unpack(payload, trusted=True)["m"] == {1: 2}
-    binary = msgpack.packb({"v": 1, "id": 0, "ok": {b"k": 1}}, use_bin_type=True)
+    binary = msgpack.packb({"v": PROTOCOL_VERSION, "id": 0, "ok": {b"k": 1}}, use_bin_type=True)
     assert unpack(binary, trusted=True)["ok"] == {b"k": 1}
 
 
 def test_decoding_a_request_is_bounded_before_it_allocates() -> None:
     from juggle.daemon.protocol import MAX_ARRAY_LEN, MAX_MAP_LEN
 
-    head = {"v": 1, "id": 3, "op": "ping"}
+    head = {"v": PROTOCOL_VERSION, "id": 3, "op": "ping"}
     # one container too long: refused at its header
     with pytest.raises(ProtocolError, match="max_array_len"):
         parse_request(pack({**head, "x": [0] * (MAX_ARRAY_LEN + 1)}))
@@ -316,10 +385,17 @@ def test_decoding_a_request_is_bounded_before_it_allocates() -> None:
 
 def test_shared_memory_references_are_bounded() -> None:
     ok = msgpack.packb(
-        {"v": 1, "id": 3, "op": "call", "args": [msgpack.ExtType(2, msgpack.packb([1, 0, 8]))]}
+        {
+            "v": PROTOCOL_VERSION,
+            "id": 3,
+            "op": "call",
+            "args": [msgpack.ExtType(2, msgpack.packb([1, 0, 8]))],
+        }
     )
     assert parse_request(ok)["args"] == [ShmRef(1, 0, 8)]
     maps = msgpack.packb([{}] * 100_000)  # a reference's body stuffed with maps
-    bad = msgpack.packb({"v": 1, "id": 3, "op": "call", "args": [msgpack.ExtType(2, maps)]})
+    bad = msgpack.packb(
+        {"v": PROTOCOL_VERSION, "id": 3, "op": "call", "args": [msgpack.ExtType(2, maps)]}
+    )
     with pytest.raises(ProtocolError, match="shared-memory reference"):
         parse_request(bad)

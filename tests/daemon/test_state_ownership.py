@@ -31,9 +31,8 @@ import juggle.commands.cli
 import juggle.commands.remote
 import juggle.commands.simulate.scenarios  # what the CLI's entry point imports, before setuid
 from juggle.daemon import connect
-from juggle.daemon.errors import PolicyError
 from juggle.daemon.policy import AccessPolicy, PeerCredentials
-from juggle.errors import ServiceStateError
+from juggle.errors import PolicyError, ServiceStateError
 
 needs_root = pytest.mark.skipif(
     not running_as_root(), reason="needs other uids (setuid in forked children): run as root"

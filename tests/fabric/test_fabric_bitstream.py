@@ -57,7 +57,7 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
     path = tmp_path / "gone.bit"
     with pytest.raises(MissingBitstreamError, match=r"gone\.bit") as caught:
         read_bitstream(path)
-    assert caught.value.subject == path
+    assert caught.value.path == str(path)
 
 
 @pytest.mark.parametrize(

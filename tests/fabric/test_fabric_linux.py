@@ -99,7 +99,7 @@ def test_failed_load_names_the_kernel_state(kernel: FakeKernel, bits: BitsFactor
         kernel.fail_next_load("write error")
         with pytest.raises(ProgrammingError, match="'unapplied'.*'write error'") as caught:
             fab.program("prr0", *bits("tdes"))
-        assert caught.value.subject is ManagerState.WRITE_COMPLETE_ERR
+        assert caught.value.value == ManagerState.WRITE_COMPLETE_ERR.value
         snap = fab.regions()[0]
         assert snap.state == "ERROR" and not snap.bridge_enabled
         assert not kernel.exists(ITEM) and kernel.listdir(STAGE) == []

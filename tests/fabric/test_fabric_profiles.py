@@ -63,7 +63,7 @@ def test_load_by_path_and_scenario_table(tmp_path: Path) -> None:
 def test_unknown_profile_name_is_named() -> None:
     with pytest.raises(ProfileError, match=r"'nosuchboard'.*xupv2p") as caught:
         load_profile("nosuchboard")
-    assert caught.value.subject == "nosuchboard"
+    assert caught.value.profile == "nosuchboard"
 
 
 def test_missing_and_malformed_files(tmp_path: Path) -> None:

@@ -265,7 +265,7 @@ def test_config_write_fault_names_the_manager_step(fabric: Fabric, bits: BitsFac
     fabric.faults.arm("config_write")
     with pytest.raises(ProgrammingError) as caught:
         fabric.program("prr0", *bits("tdes"))
-    assert caught.value.subject is ManagerState.WRITE_ERR
+    assert caught.value.value == ManagerState.WRITE_ERR.value
     assert fabric.manager.state is ManagerState.WRITE_ERR
     assert fabric.manager.device_state() == "write error"
 

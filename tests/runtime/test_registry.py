@@ -368,7 +368,7 @@ def test_factory_failures_are_reported_and_leave_no_use() -> None:
     with pytest.raises(ServiceFactoryError, match="no fabric") as caught:
         registry.get_service(raising, "mail")
     assert isinstance(caught.value.__cause__, OSError)
-    assert caught.value.subject == raising
+    assert caught.value.service_id == raising.service_id
     empty = registry.register(ENC, BrokenFactory(result=None)).reference
     with pytest.raises(ServiceFactoryError, match="returned None"):
         registry.get_service(empty, "mail")

@@ -307,7 +307,7 @@ def test_a_fault_in_the_shared_hardware_only_core_is_contained(
         named = rf"service {s.sid} \(crypto\.EncryptionService\) failed in region 'prr0'"
         with pytest.raises(HardwareFaultError, match=named) as raised:
             a.join()
-        assert raised.value.subject == (s.sid, "prr0")
+        assert (raised.value.service_id, raised.value.region) == (s.sid, "prr0")
         assert a.elapsed < WAIT_S
         with pytest.raises(HardwareFaultError, match=named):
             b.join()

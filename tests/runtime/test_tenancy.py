@@ -497,7 +497,8 @@ def test_aware_tenant_gets_wait_then_ready_and_a_realtime_call_is_never_preempte
 
     with pytest.raises(WaitSignal) as waited:
         app.load_key(K_LOW)  # returns at once: the region is busy and cannot be preempted
-    assert waited.value.subject == ("app", "tdes") and waited.value.service_id == sid
+    assert (waited.value.tenant, waited.value.device) == ("app", "tdes")
+    assert waited.value.service_id == sid
     wait = fw.signals("app").get(timeout=WAIT_S)
     assert wait is not None and (wait.kind, wait.service_id) == ("wait", sid)
     with pytest.raises(WaitSignal):  # still queued: asking again changes nothing

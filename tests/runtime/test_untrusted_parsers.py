@@ -308,7 +308,7 @@ def test_filter_long_digits_that_are_no_number_are_fine() -> None:
 def test_version_with_too_many_digits_is_a_version_format_error(text: str) -> None:
     with pytest.raises(VersionFormatError, match=r"more than 40 digits \(Limits") as caught:
         Version.parse(text)
-    assert caught.value.subject == text and text[:20] in str(caught.value)
+    assert caught.value.value == text and text[:20] in str(caught.value)
     assert Version.parse("1" * 40 + ".0").major == int("1" * 40)
     with pytest.raises(VersionFormatError, match="more than 3 digits"):
         Version.parse("1.1000", limits=Limits(max_number_digits=3))
@@ -340,7 +340,7 @@ def test_profile_that_is_not_a_file_or_not_utf8_is_named(tmp_path: Path) -> None
     offset = path.read_bytes().index(b"\xfc")
     with pytest.raises(ProfileError, match=f"not valid UTF-8 at byte offset {offset}") as caught:
         load_profile(path)
-    assert str(path) in str(caught.value) and caught.value.subject == path
+    assert str(path) in str(caught.value) and caught.value.path == str(path)
     assert isinstance(caught.value.__cause__, UnicodeDecodeError)
 
 

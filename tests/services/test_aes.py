@@ -202,7 +202,7 @@ def test_wrong_key_length(length: int) -> None:
     for service in all_tiers():
         with pytest.raises(KeyLengthError, match=f"16 bytes long, got {length} bytes") as info:
             service.load_key(bytes(length))
-        assert info.value.subject == length
+        assert (info.value.argument, info.value.value) == ("key", length)
         assert isinstance(info.value, ServiceArgumentError)
 
 

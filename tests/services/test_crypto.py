@@ -60,7 +60,7 @@ def test_des_rejects_wrong_key_length(length: int, window: WindowFactory) -> Non
     for service in des_tiers(window):
         with pytest.raises(KeyLengthError, match=f"got {length} bytes") as info:
             service.load_key(bytes(length))
-        assert info.value.subject == length
+        assert (info.value.argument, info.value.value) == ("key", length)
         assert isinstance(info.value, ServiceArgumentError)
         assert isinstance(info.value, ValueError)
 

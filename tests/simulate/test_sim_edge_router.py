@@ -155,4 +155,4 @@ def test_scale_option_shortens_and_bad_scales_are_refused() -> None:
         assert error["type"] == "ConfigurationError" and "--scale" in error["error"]
     with pytest.raises(ConfigurationError, match="got 0") as caught:
         run_edge_router("fig4", duration_scale=0)
-    assert caught.value.subject == 0
+    assert caught.value.value == 0

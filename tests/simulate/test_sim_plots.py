@@ -277,7 +277,7 @@ def test_bad_plot_paths_are_refused_naming_the_path(tmp_path: Path) -> None:
     for path, reason in bad.items():
         with pytest.raises(ConfigurationError, match=reason) as caught:
             check_png(path)
-        assert str(path) in str(caught.value) and caught.value.subject == path
+        assert str(path) in str(caught.value) and caught.value.path == str(path)
     fig = plt.figure()
     with pytest.raises(ConfigurationError, match="cannot write") as caught:
         save_png(fig, Path("/proc/juggle-test.png"))  # no file can be made there, even as root

@@ -147,7 +147,8 @@ def test_the_router_refuses_what_plan_juggle_refuses(action: JuggleAction) -> No
         )
     with pytest.raises(ControllerError, match=re.escape(str(planned.value))) as refused:
         sim.apply(action, Named("ctl"))
-    assert "'ctl'" in str(refused.value) and refused.value.subject == action
+    assert "'ctl'" in str(refused.value) and refused.value.controller == "ctl"
+    assert refused.value.value == action.to_hardware
     assert isinstance(refused.value.__cause__, SanityCheckError)
     assert sim.part.holds == "processor" and sim.part.reconfigurations == 0
 
@@ -191,7 +192,9 @@ def test_juggles_go_through_plan_juggle(monkeypatch: pytest.MonkeyPatch) -> None
         leaving: Sequence[ServiceView],
         regions: Mapping[str, RegionView],
     ) -> JugglePlan:
-        raise SanityCheckError("the planner says no", subject=entering)
+        raise SanityCheckError(
+            "the planner says no", service_id=None if entering is None else entering.service_id
+        )
 
     monkeypatch.setattr(router, "plan_juggle", refuse)
     with pytest.raises(ControllerError, match="the planner says no"):

@@ -83,7 +83,8 @@ def test_statistics_are_measured_and_unknown_ids_are_404(
     assert missing.json() == {
         "error": "no service with id 77",
         "type": "UnknownServiceError",
-        "subject": 77,
+        "service_id": 77,
+        "value": None,
     }
     bad = client.get("/api/services/x/statistics")
     assert bad.status_code == 422
@@ -171,7 +172,7 @@ def test_set_tier_endpoint(client: TestClient) -> None:
     unknown_tier = client.post("/api/services/1/tier", json={"tier": "quantum"})
     assert unknown_tier.status_code == 400
     assert "'quantum'" in unknown_tier.json()["error"]
-    assert unknown_tier.json()["subject"] == "quantum"
+    assert unknown_tier.json()["tier"] == "quantum"
     unknown_id = client.post("/api/services/5/tier", json={"tier": "software"})
     assert unknown_id.status_code == 404
     assert unknown_id.json()["error"] == "no service with id 5"
@@ -408,4 +409,4 @@ def test_focus_rotation_refuses_a_bad_period(framework: juggle.Framework) -> Non
     for bad in (0, -1.5, True, "5"):
         with pytest.raises(ConfigurationError, match="focus_every_s") as caught:
             FocusRotation(framework, bad)  # type: ignore[arg-type]
-        assert caught.value.subject == bad
+        assert caught.value.value is bad

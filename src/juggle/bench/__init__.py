@@ -82,7 +82,7 @@ def run_bench(
         raise ConfigurationError(
             f"unknown benchmark group(s) {', '.join(map(repr, unknown))} "
             f"(groups: {', '.join(groups)})",
-            subject=unknown,
+            value=", ".join(unknown),
         )
     result: dict[str, Any] = {
         "machine": f"{platform.machine()} {platform.python_implementation()} "

@@ -190,7 +190,7 @@ def _until_waiting(count: Callable[[], int]) -> Callable[[], None]:
         deadline = time.monotonic() + _WAIT_S
         while count() == 0:
             if time.monotonic() > deadline:
-                raise OsCallTimeoutError("benchmark waiter never blocked", count)
+                raise OsCallTimeoutError("benchmark waiter never blocked", value=_WAIT_S)
             time.sleep(0)
 
     return ready

@@ -49,7 +49,7 @@ def run_remote(
     unknown command or a missing argument, and what the daemon raises."""
     if command not in COMMANDS:
         raise ConfigurationError(
-            f"unknown daemon command {command!r} (one of: {', '.join(COMMANDS)})", command
+            f"unknown daemon command {command!r} (one of: {', '.join(COMMANDS)})", value=command
         )
     with connect(path, timeout=timeout) as client:
         if command == "recover":
@@ -60,7 +60,7 @@ def run_remote(
 
 def _need(value: Any, name: str, command: str) -> Any:
     if value is None:
-        raise ConfigurationError(f"{command!r} needs {name}", command)
+        raise ConfigurationError(f"{command!r} needs {name}", value=command)
     return value
 
 
@@ -87,7 +87,7 @@ def _run(
         return to_wire(client.statistics(_need(service_id, "a service id", command)))
     if command == "juggle":
         if to_hardware is None and not to_software:
-            raise ConfigurationError("'juggle' needs to_hardware or to_software", command)
+            raise ConfigurationError("'juggle' needs to_hardware or to_software", value=command)
         return to_wire(client.juggle(to_hardware=to_hardware, to_software=to_software))
     if command == "tier":
         sid = _need(service_id, "a service id", command)

@@ -165,10 +165,10 @@ class Allocator:
             raise PriorityError(
                 f'"priority_levels" must be >= 2 (one general-purpose, one real-time); got '
                 f"{priority_levels}",
-                subject=priority_levels,
+                value=priority_levels,
             )
         if not hold_us >= 0:
-            raise AllocatorError(f'"hold_us" must be >= 0; got {hold_us}', subject=hold_us)
+            raise AllocatorError(f'"hold_us" must be >= 0; got {hold_us}', value=hold_us)
         self._index = index
         self._levels = priority_levels
         self._top = priority_levels - 1
@@ -256,7 +256,7 @@ class Allocator:
         :class:`~juggle.errors.PriorityError` for a priority out of range for the class.
         """
         if name in self._tenants:
-            raise DuplicateTenantError(f"tenant {name!r} is already registered", subject=name)
+            raise DuplicateTenantError(f"tenant {name!r} is already registered", tenant=name)
         prio = self._class_priority(name, realtime, priority)
         tenant = Tenant(name, prio, realtime, model)
         for dev_id, spec in enumerate(self._index.devices):
@@ -309,7 +309,7 @@ class Allocator:
             raise self._unknown_device(device)
         if not vd.compat:
             raise NoCompatibleRegionError(
-                f"no region of the fabric can hold device {device!r}", subject=device
+                f"no region of the fabric can hold device {device!r}", device=device
             )
         if not now >= self._now:  # also refuses NaN
             raise self._time_error(now)
@@ -346,7 +346,8 @@ class Allocator:
             raise DeviceStateError(
                 f"{tenant}/{device}: its hold on region {slot.name!r} expired at "
                 f"{expired_at} and the region was given to a waiting request; request again",
-                subject=(tenant, device),
+                tenant=tenant,
+                device=device,
             )
         slot.to(_BUSY)
         if not slot.occ_rt:
@@ -668,7 +669,12 @@ class Allocator:
         :class:`~juggle.errors.AllocatorError` (the ticket was finished already).
         """
         if ticket.done:
-            raise AllocatorError("this juggle was finished already", subject=ticket.plan)
+            raise AllocatorError(
+                "this juggle was finished already",
+                tenant=ticket.tenant,
+                device=ticket.entering,
+                region=ticket.region,
+            )
         self._check_time(now)
         ticket.done = True
         out = self._begin(now)
@@ -821,7 +827,7 @@ class Allocator:
             raise SanityCheckError(
                 f"{view.label}: device {vd.device!r} is being placed in region "
                 f"{vd.region.name if vd.region else '?'} already",
-                subject=view.service_id,
+                service_id=view.service_id,
             )
         return ServiceView(
             view.service_id,
@@ -1125,7 +1131,7 @@ class Allocator:
             if priority is not None and priority != self._top:
                 raise PriorityError(
                     f'"priority" of real-time tenant {name!r} must be {self._top}; got {priority}',
-                    subject=priority,
+                    value=priority,
                 )
             return self._top
         prio = 0 if priority is None else priority
@@ -1133,7 +1139,7 @@ class Allocator:
             raise PriorityError(
                 f'"priority" of general-purpose tenant {name!r} must be in 0..{self._top - 1}'
                 f"; got {prio}",
-                subject=prio,
+                value=prio,
             )
         return prio
 
@@ -1161,7 +1167,7 @@ class Allocator:
         slot = self._slot_by_name.get(region)
         if slot is None:
             known = ", ".join(self._slot_by_name)
-            raise UnknownRegionError(f"unknown region {region!r} (regions: {known})", region)
+            raise UnknownRegionError(f"unknown region {region!r} (regions: {known})", region=region)
         return slot
 
     def _check_time(self, now: float) -> None:
@@ -1170,28 +1176,29 @@ class Allocator:
 
     def _time_error(self, now: float) -> TimeOrderError:
         return TimeOrderError(
-            f'"now" = {now} is earlier than the last event at {self._now}', subject=now
+            f'"now" = {now} is earlier than the last event at {self._now}', value=now
         )
 
     def _unknown_tenant(self, name: str) -> UnknownTenantError:
         known = ", ".join(self._tenants) or "none"
-        return UnknownTenantError(f"unknown tenant {name!r} (tenants: {known})", subject=name)
+        return UnknownTenantError(f"unknown tenant {name!r} (tenants: {known})", tenant=name)
 
     def _unknown_device(self, name: str) -> UnknownDeviceError:
         known = ", ".join(self._dev_id) or "none"
-        return UnknownDeviceError(f"unknown device {name!r} (devices: {known})", subject=name)
+        return UnknownDeviceError(f"unknown device {name!r} (devices: {known})", device=name)
 
     def _bad_priority(self, t: Tenant, priority: int) -> PriorityError:
         return PriorityError(
             f'"priority" of a request by {t.name!r} must be in 0..{t.priority}; got {priority}',
-            subject=priority,
+            value=priority,
         )
 
     def _state_error(self, vd: TenantDevice, call: str) -> DeviceStateError:
         where = f" (region {vd.region.name} is {vd.region.state.value})" if vd.region else ""
         return DeviceStateError(
             f"{call}({vd.tenant.name!r}, {vd.device!r}): the device is {vd.state.value}{where}",
-            subject=(vd.tenant.name, vd.device),
+            tenant=vd.tenant.name,
+            device=vd.device,
         )
 
     def _event_error(
@@ -1199,7 +1206,7 @@ class Allocator:
     ) -> IllegalTransitionError:
         return IllegalTransitionError(
             f"{event}({slot.name!r}): region is {slot.state.value}, not {expected.value}",
-            subject=slot.name,
+            region=slot.name,
         )
 
     def _region_snapshot(self, s: RegionSlot) -> AllocatorRegion:

@@ -151,5 +151,5 @@ def _unknown(value: object) -> UnknownActionError:
         f"actions: {value!r} (of type {name}) is not an allocator action; expected one of "
         "Reconfigure, Connect, Disconnect, SaveContext, RestoreContext, "
         "StopAtConsistencyPoint, Signal, Solution",
-        value,
+        value=name,
     )

@@ -80,20 +80,20 @@ def plan_juggle(
         if m.service_id in seen:
             raise SanityCheckError(
                 f"service {m.service_id} ({m.label}) is listed twice in to_software",
-                subject=m.service_id,
+                service_id=m.service_id,
             )
         seen.add(m.service_id)
         if m.arbitrated:
             raise SanityCheckError(
                 f"service {m.service_id} ({m.label}) is arbitrated among tenants: the allocator "
                 "places it, juggles do not",
-                subject=m.service_id,
+                service_id=m.service_id,
             )
         if m.tier != Tier.HARDWARE or m.region is None:
             raise SanityCheckError(
                 f"service {m.service_id} ({m.label}) is in {m.tier}, not in hardware: it "
                 "cannot be taken out of the fabric",
-                subject=m.service_id,
+                service_id=m.service_id,
             )
     ids = tuple(m.service_id for m in leaving)
     if entering is None:
@@ -102,12 +102,12 @@ def plan_juggle(
         raise SanityCheckError(
             f"service {entering.service_id} ({entering.label}) cannot enter and leave the "
             "fabric in one juggle",
-            subject=entering.service_id,
+            service_id=entering.service_id,
         )
     if not entering.regions:
         raise TierUnavailableError(
             f"service {entering.service_id} ({entering.label}) has no hardware implementation",
-            subject=entering.service_id,
+            service_id=entering.service_id,
         )
     if entering.region is not None:
         return JugglePlan(entering.service_id, ids, None, False)
@@ -115,7 +115,7 @@ def plan_juggle(
         raise SanityCheckError(
             f"service {entering.service_id} ({entering.label}) is arbitrated among tenants: "
             "the allocator places it, juggles do not",
-            subject=entering.service_id,
+            service_id=entering.service_id,
         )
     freed = {m.region for m in leaving}
     free: list[str] = []
@@ -140,5 +140,5 @@ def plan_juggle(
     raise SanityCheckError(
         f"no region for service {entering.service_id} ({entering.label}): "
         f"{'; '.join(holders)}; list the holder in to_software to free it",
-        subject=entering.service_id,
+        service_id=entering.service_id,
     )

@@ -101,7 +101,7 @@ class RegionMachine:
             raise IllegalTransitionError(
                 f"region {self.name!r}: {self.state.value} -> {dst.value} is not a legal "
                 f"transition (legal: {', '.join(s.value for s in self.state.successors)})",
-                subject=self.name,
+                region=self.name,
             )
         self.state = dst
         self.entered[dst.ordinal] += 1

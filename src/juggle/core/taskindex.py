@@ -133,7 +133,7 @@ class TaskIndex:
         self._regions = tuple(regions)
         self._devices = tuple(devices)
         if not self._regions:
-            raise TaskIndexError('"regions" must not be empty', subject=regions)
+            raise TaskIndexError('"regions" must not be empty')
         _unique("region", [r.name for r in self._regions])
         _unique("device", [d.name for d in self._devices])
         self._region_by_name = {r.name: r for r in self._regions}
@@ -161,25 +161,33 @@ class TaskIndex:
     ) -> None:
         dev = self._device_by_name.get(task.device)
         if dev is None:
-            raise TaskIndexError(f"task names unknown device {task.device!r}", subject=task)
+            raise TaskIndexError(
+                f"task names unknown device {task.device!r}", device=task.device, region=task.region
+            )
         region = self._region_by_name.get(task.region)
         if region is None:
-            raise TaskIndexError(f"task names unknown region {task.region!r}", subject=task)
+            raise TaskIndexError(
+                f"task names unknown region {task.region!r}", device=task.device, region=task.region
+            )
         if (task.device, task.region) in seats:
             raise TaskIndexError(
-                f"device {task.device!r} is listed twice for region {task.region!r}", subject=task
+                f"device {task.device!r} is listed twice for region {task.region!r}",
+                device=task.device,
+                region=task.region,
             )
         if dev.slices is not None and dev.slices > region.slices:
             raise TaskIndexError(
                 f"device {dev.name!r} needs {dev.slices} slices; region {region.name!r} has "
                 f"{region.slices}: it does not fit",
-                subject=task,
+                device=task.device,
+                region=task.region,
             )
         if task.size_bytes <= 0 or task.t_rcfg_us < 0:
             raise TaskIndexError(
                 f"task ({task.device!r}, {task.region!r}): size_bytes={task.size_bytes} must be "
                 f"> 0 and t_rcfg_us={task.t_rcfg_us} >= 0",
-                subject=task,
+                device=task.device,
+                region=task.region,
             )
 
     @classmethod
@@ -193,7 +201,7 @@ class TaskIndex:
         if not profile.devices:
             raise TaskIndexError(
                 f"profile {profile.name!r} has no [[devices]]: nothing to allocate",
-                subject=profile.name,
+                value=profile.name,
             )
         regions = [RegionSpec(r.name, r.slices) for r in profile.regions]
         devices = [
@@ -218,7 +226,8 @@ class TaskIndex:
         for task in tasks:
             if task.device != spec.name:
                 raise TaskIndexError(
-                    f"task of device {task.device!r} given for device {spec.name!r}", subject=task
+                    f"task of device {task.device!r} given for device {spec.name!r}",
+                    device=spec.name,
                 )
         return TaskIndex(self._regions, (*self._devices, spec), (*self._seats.values(), *tasks))
 
@@ -253,7 +262,9 @@ class TaskIndex:
             return self._device_by_name[name]
         except KeyError:
             known = ", ".join(self._device_by_name) or "none"
-            raise UnknownDeviceError(f"unknown device {name!r} (devices: {known})", name) from None
+            raise UnknownDeviceError(
+                f"unknown device {name!r} (devices: {known})", device=name
+            ) from None
 
     def region(self, name: str) -> RegionSpec:
         """The region called ``name``.
@@ -264,7 +275,9 @@ class TaskIndex:
             return self._region_by_name[name]
         except KeyError:
             known = ", ".join(self._region_by_name)
-            raise TaskIndexError(f"unknown region {name!r} (regions: {known})", name) from None
+            raise TaskIndexError(
+                f"unknown region {name!r} (regions: {known})", region=name
+            ) from None
 
     def compatible(self, device: str) -> tuple[TaskDescriptor, ...]:
         """The seats of ``device``, smallest region first (ties: declaration order).
@@ -286,7 +299,9 @@ class TaskIndex:
             return self._seats[(device, region)]
         except KeyError:
             raise NoCompatibleRegionError(
-                f"device {device!r} cannot be placed in region {region!r}", (device, region)
+                f"device {device!r} cannot be placed in region {region!r}",
+                device=device,
+                region=region,
             ) from None
 
     def devices_for(self, region: str) -> tuple[str, ...]:
@@ -329,7 +344,7 @@ def _unique(kind: str, names: list[str]) -> None:
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise TaskIndexError(f"{kind} name {name!r} appears twice", subject=name)
+            raise TaskIndexError(f"{kind} name {name!r} appears twice", value=name)
         seen.add(name)
 
 
@@ -338,5 +353,5 @@ def _check_device(dev: DeviceSpec) -> None:
         raise TaskIndexError(
             f"device {dev.name!r}: frame_us={dev.frame_us}, preempt_us={dev.preempt_us} and "
             f"context_bytes={dev.context_bytes} must be >= 0",
-            subject=dev,
+            device=dev.name,
         )

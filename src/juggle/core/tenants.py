@@ -118,7 +118,7 @@ class DeviceInterface:
         if not 0 <= value < (1 << register.width):
             raise InterfaceError(
                 f'"value" must fit {register.width} bits for {register.name}; got {value}',
-                subject=value,
+                value=value,
             )
         self._registers[_REGISTER_SLOT[register]] = value
 
@@ -132,7 +132,7 @@ class DeviceInterface:
             raise InterfaceError(
                 f'"context" of {len(context)} bytes exceeds the {self.capacity}-byte buffer of '
                 f"{self.tenant}/{self.device}",
-                subject=len(context),
+                value=len(context),
             )
         self._context[: len(context)] = context
         self._length = len(context)

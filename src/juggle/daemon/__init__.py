@@ -21,7 +21,9 @@ from juggle.daemon.client import (
     SharedBuffer,
     connect,
 )
-from juggle.daemon.errors import (
+from juggle.daemon.paths import default_socket_path
+from juggle.daemon.server import Daemon
+from juggle.errors import (
     AccessDeniedError,
     DaemonError,
     DaemonIdentityError,
@@ -34,8 +36,6 @@ from juggle.daemon.errors import (
     RemoteError,
     UnsafePathError,
 )
-from juggle.daemon.paths import default_socket_path
-from juggle.daemon.server import Daemon
 
 __all__ = [
     "DEFAULT_SHM_THRESHOLD",

@@ -41,13 +41,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from juggle.daemon.errors import (
-    AccessDeniedError,
-    DaemonIdentityError,
-    DaemonShuttingDownError,
-    DaemonUnavailableError,
-    ProtocolError,
-)
 from juggle.daemon.paths import default_socket_path
 from juggle.daemon.protocol import (
     DEFAULT_MAX_FRAME,
@@ -62,7 +55,15 @@ from juggle.daemon.protocol import (
     unpack,
 )
 from juggle.daemon.spin import DEFAULT_SPIN_US, ReadWait, Spinner, check_spin_us
-from juggle.errors import JuggleError
+from juggle.errors import (
+    AccessDeniedError,
+    DaemonIdentityError,
+    DaemonShuttingDownError,
+    DaemonUnavailableError,
+    JuggleError,
+    ProtocolError,
+    ServiceUnavailableError,
+)
 from juggle.runtime import (
     JuggleReport,
     ModuleSnapshot,
@@ -203,16 +204,17 @@ class _Link:
             while not self._backlog:
                 if not self._recv():
                     raise DaemonUnavailableError(
-                        "the daemon closed the connection before greeting", self._client.path
+                        "the daemon closed the connection before greeting",
+                        path=str(self._client.path),
                     )
         except TimeoutError:
             raise DaemonUnavailableError(
                 f"the daemon at {self._client.path} did not greet within {timeout} s",
-                str(self._client.path),
+                path=str(self._client.path),
             ) from None
         except OSError as exc:
             raise DaemonUnavailableError(
-                f"connection to {self._client.path} failed: {exc}", str(self._client.path)
+                f"connection to {self._client.path} failed: {exc}", path=str(self._client.path)
             ) from None
         message = unpack(self._backlog.popleft(), trusted=True)
         if "err" in message:
@@ -369,7 +371,7 @@ class _Link:
                     f"the connection to the daemon at {self._client.path} dropped"
                     + (f" ({error})" if error is not None else "")
                     + "; the call may or may not have run",
-                    str(self._client.path),
+                    path=str(self._client.path),
                 )
             )
             p.done = True
@@ -392,7 +394,8 @@ class _Link:
         with self._state_lock:
             if not self.alive:
                 raise DaemonUnavailableError(
-                    f"not connected to the daemon at {self._client.path}", str(self._client.path)
+                    f"not connected to the daemon at {self._client.path}",
+                    path=str(self._client.path),
                 )
             request_id = next(self._ids)
             self._pending[request_id] = pending
@@ -414,7 +417,7 @@ class _Link:
             with self._state_lock:
                 self._pending.pop(request_id, None)
             raise DaemonUnavailableError(
-                f"no reply from the daemon within {timeout} s", str(self._client.path)
+                f"no reply from the daemon within {timeout} s", path=str(self._client.path)
             )
         if pending.error is not None:
             if pending.fd is not None:
@@ -550,7 +553,9 @@ class RemoteProxy:
 
     def _current(self) -> tuple[_Link, int]:
         if self._released:
-            raise JuggleError(f"proxy of service {self.service_id} was released", self.service_id)
+            raise ServiceUnavailableError(
+                f"proxy of service {self.service_id} was released", service_id=self.service_id
+            )
         client = self._client
         link = client._current_link()
         if self._generation == client._generation:  # the usual case (checked again below)
@@ -642,7 +647,7 @@ class RemoteProxy:
         raw = memoryview(arg)
         view = raw.cast("B") if raw.c_contiguous else None
         if view is None:
-            raise JuggleError("a buffer argument must be C-contiguous", type(arg).__name__)
+            raise JuggleError("a buffer argument must be C-contiguous")
         size = view.nbytes
         if size >= self._client.shm_threshold:
             seg = link.take_scratch(size, self._client.call_timeout)
@@ -777,7 +782,7 @@ class Client:
                         raise
                     raise DaemonUnavailableError(
                         f"no juggle daemon listens on {self.path}: {exc.strerror or exc}",
-                        str(self.path),
+                        path=str(self.path),
                     ) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
@@ -800,7 +805,8 @@ class Client:
                 f"the process listening on {self.path} (pid {pid}) runs as uid {uid}, not as "
                 f"the expected daemon uid {wanted}: refused, nothing was sent to it (set the "
                 "daemon's uid with daemon_uid=, $JUGGLE_DAEMON_UID or --daemon-uid)",
-                str(self.path),
+                uid=uid,
+                path=str(self.path),
             )
 
     def _try_open(self) -> _Link:
@@ -811,7 +817,7 @@ class Client:
         except PermissionError:
             sock.close()
             raise AccessDeniedError(
-                f"no permission to connect to {self.path} (socket file mode)", str(self.path)
+                f"no permission to connect to {self.path} (socket file mode)", path=str(self.path)
             ) from None
         except (FileNotFoundError, ConnectionRefusedError):
             sock.close()
@@ -819,7 +825,7 @@ class Client:
         except OSError as exc:
             sock.close()
             raise DaemonUnavailableError(
-                f"cannot connect to {self.path}: {exc}", str(self.path)
+                f"cannot connect to {self.path}: {exc}", path=str(self.path)
             ) from None
         try:
             self._check_daemon(sock)  # before a byte is sent, or the greeting read
@@ -841,13 +847,13 @@ class Client:
             return link  # the usual case, without the lock
         with self._lock:
             if self._closed:
-                raise DaemonUnavailableError("the client is closed", str(self.path))
+                raise DaemonUnavailableError("the client is closed", path=str(self.path))
             link = self._link
             if link is not None and (link.poll_alive() if self.retry else link.alive):
                 return link
             if not self.retry:
                 raise DaemonUnavailableError(
-                    f"the connection to the daemon at {self.path} dropped", str(self.path)
+                    f"the connection to the daemon at {self.path} dropped", path=str(self.path)
                 )
             if link is not None:
                 link.close()
@@ -898,7 +904,7 @@ class Client:
     def buffer(self, size: int) -> SharedBuffer:
         """``size`` bytes shared with the daemon: calls work on it in place, without copies."""
         if size <= 0:
-            raise JuggleError(f'"size" must be > 0, got {size!r}', size)
+            raise JuggleError(f'"size" must be > 0, got {size!r}')
         link = self._current_link()
         seg = link.new_segment(max(size, 4096), self.call_timeout)
         return SharedBuffer(link, seg, size)
@@ -1025,7 +1031,7 @@ def connect(
     daemon dropped (proxies are acquired again). ``call_timeout`` bounds each call (None:
     none). ``spin_us``: a caller polls the socket this many µs for its reply before it
     blocks (0..1000, 0: never; see :mod:`juggle.daemon.spin`). Raises
-    :class:`~juggle.daemon.errors.SpinLimitError` for another bound,
+    :class:`~juggle.errors.SpinLimitError` for another bound,
     :class:`DaemonUnavailableError` (nobody listens) and
     :class:`AccessDeniedError` (the daemon's policy refuses this uid).
 
@@ -1059,7 +1065,7 @@ def expected_daemon_uid(value: int | str | None = None) -> int | None:
         if value is None:
             return None
     if isinstance(value, bool):
-        raise DaemonIdentityError(f"daemon uid {value!r} is not a uid or user name", value)
+        raise DaemonIdentityError(f"daemon uid {value!r} is not a uid or user name", value=value)
     if isinstance(value, int):
         uid = value
     else:
@@ -1073,8 +1079,8 @@ def expected_daemon_uid(value: int | str | None = None) -> int | None:
                 uid = pwd.getpwnam(text).pw_uid
             except KeyError:
                 raise DaemonIdentityError(
-                    f"daemon uid {value!r} is not a uid or user name", value
+                    f"daemon uid {value!r} is not a uid or user name", value=value
                 ) from None
     if not 0 <= uid < 2**32 - 1:
-        raise DaemonIdentityError(f"daemon uid {value!r} is out of range", value)
+        raise DaemonIdentityError(f"daemon uid {value!r} is out of range", value=value)
     return uid

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from juggle.daemon.errors import DashboardError
 from juggle.daemon.safefs import open_regular_nofollow
+from juggle.errors import DashboardError
 
 if TYPE_CHECKING:
     import uvicorn
@@ -50,13 +50,13 @@ def parse_address(value: str) -> tuple[str, int]:
         host = host[1:-1]
     elif ":" in host:
         raise DashboardError(
-            f"dashboard address {value!r}: write an IPv6 host in brackets ([::1]:PORT)", value
+            f"dashboard address {value!r}: write an IPv6 host in brackets ([::1]:PORT)", value=value
         )
     if not host:
         host = DEFAULT_HOST
     if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
         raise DashboardError(
-            f"dashboard address {value!r}: the port must be a number in 0..65535", value
+            f"dashboard address {value!r}: the port must be a number in 0..65535", value=value
         )
     return host, int(port_text)
 
@@ -76,7 +76,9 @@ def admin_token(state_dir: str | Path) -> str:
     except FileExistsError:
         return _read_token(path)
     except OSError as exc:
-        raise DashboardError(f"cannot create the token file {str(path)!r}: {exc}", path) from None
+        raise DashboardError(
+            f"cannot create the token file {str(path)!r}: {exc}", path=str(path)
+        ) from None
     token = secrets.token_urlsafe(32)
     try:
         os.fchmod(fd, 0o600)  # whatever the umask left
@@ -93,7 +95,9 @@ def _read_token(path: Path) -> str:
     try:
         fd = open_regular_nofollow(path, forbid=0o022, error=DashboardError)
     except FileNotFoundError:
-        raise DashboardError(f"the token file {str(path)!r} vanished while read", path) from None
+        raise DashboardError(
+            f"the token file {str(path)!r} vanished while read", path=str(path)
+        ) from None
     try:
         info = os.fstat(fd)
         mode = stat.S_IMODE(info.st_mode)
@@ -101,7 +105,7 @@ def _read_token(path: Path) -> str:
             raise DashboardError(
                 f"the token file {str(path)!r} has mode {mode:04o}: others may read it; "
                 "make it 0600 (chmod 600) or remove it to get a new token",
-                path,
+                path=str(path),
             )
         data = os.read(fd, 4096)
     finally:
@@ -111,7 +115,7 @@ def _read_token(path: Path) -> str:
         raise DashboardError(
             f"the token file {str(path)!r} holds no usable token (16 or more printable "
             "characters, no spaces); remove it to get a new one",
-            path,
+            path=str(path),
         )
     return token
 
@@ -148,7 +152,7 @@ class DashboardServer:
                 self._server.should_exit = True
                 raise DashboardError(
                     f"the dashboard cannot listen on {self.host}:{self.port} (see the log)",
-                    f"{self.host}:{self.port}",
+                    value=f"{self.host}:{self.port}",
                 )
             time.sleep(0.01)
         for server in getattr(self._server, "servers", ()):

@@ -26,13 +26,12 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from juggle.daemon.errors import AccessDeniedError, DaemonShuttingDownError, ProtocolError
 from juggle.daemon.operations import Context, FdReply, Operation
 from juggle.daemon.policy import Identity
 from juggle.daemon.protocol import PROTOCOL_VERSION, error_to_wire
 from juggle.daemon.sessions import Connection
 from juggle.daemon.transport import HELPER, READER, WATCHED, Poller
-from juggle.errors import JuggleError
+from juggle.errors import AccessDeniedError, DaemonShuttingDownError, JuggleError, ProtocolError
 
 __all__ = ["ADMIN_WORKERS", "MAX_ERROR_MESSAGE", "Dispatcher"]
 
@@ -105,11 +104,13 @@ class Dispatcher:
         op = self._ops.get(msg["op"])
         try:
             if op is None:
-                raise ProtocolError(f"unknown operation {msg['op']!r:.40}", msg["op"][:40])
+                raise ProtocolError(
+                    f"unknown operation {msg['op']!r:.40}", operation=msg["op"][:40]
+                )
             if op.admin and not conn.identity.admin:
                 raise AccessDeniedError(
                     f"{msg['op']} needs the admin group; {conn.identity.name!r} is no admin",
-                    msg["op"],
+                    operation=msg["op"],
                 )
             if self.closing:
                 raise DaemonShuttingDownError(_SHUTTING_DOWN)

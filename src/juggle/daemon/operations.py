@@ -21,11 +21,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
-from juggle.daemon.errors import AccessDeniedError, ProtocolError
 from juggle.daemon.protocol import PROTOCOL_VERSION, InOut, ShmRef, to_wire
 from juggle.daemon.sessions import Connection, Handle, Sessions
 from juggle.daemon.state import ModuleEntry, StateDir
-from juggle.errors import JuggleError, ServiceArgumentError, UnknownServiceError
+from juggle.errors import (
+    AccessDeniedError,
+    JuggleError,
+    ProtocolError,
+    ServiceArgumentError,
+    UnknownServiceError,
+)
 from juggle.runtime import Framework, TenantSignal
 
 __all__ = ["OPERATIONS", "Context", "FdReply", "Operation"]
@@ -102,7 +107,9 @@ def _handle(conn: Connection, msg: dict[str, Any]) -> Handle:
     handle_id = field(msg, "h", int)
     handle = conn.handles.get(handle_id)
     if handle is None:
-        raise UnknownServiceError(f"no service handle {handle_id} on this connection", handle_id)
+        raise UnknownServiceError(
+            f"no service handle {handle_id} on this connection", value=handle_id
+        )
     return handle
 
 
@@ -196,7 +203,8 @@ def call(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
     if type(name) is not str or name not in handle.methods:
         name = field(msg, "m", str)
         raise ServiceArgumentError(
-            f"service {handle.service_id} has no method {name!r:.60}", name[:60]
+            f"service {handle.service_id} has no method {name!r:.60}",
+            method=name[:60],
         )
     raw_args = msg.get("args") or []
     raw_kw = msg.get("kw") or {}
@@ -284,7 +292,7 @@ def statistics(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
         return {"ok": to_wire(fw.statistics(service_id))}
     allowed = ctx.sessions.allowed_ids(ident)
     if allowed is not None and service_id not in allowed:  # as if it did not exist
-        raise UnknownServiceError(f"no service with id {service_id!r}", service_id)
+        raise UnknownServiceError(f"no service with id {service_id!r}", service_id=service_id)
     return {"ok": to_wire(fw.statistics(service_id, consumer=ident.name))}
 
 
@@ -354,7 +362,7 @@ def recover(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
     try:
         if not ident.admin:
             raise AccessDeniedError(
-                f"recover needs the admin group; {ident.name!r} is no admin", "recover"
+                f"recover needs the admin group; {ident.name!r} is no admin", operation="recover"
             )
         region = field(msg, "region", str)
         report = ctx.framework().recover(region)

@@ -53,8 +53,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from juggle.daemon.errors import PolicyError
-from juggle.errors import FilterSyntaxError
+from juggle.errors import FilterSyntaxError, PolicyError
 from juggle.runtime import parse_filter
 
 __all__ = [
@@ -392,7 +391,7 @@ class AccessPolicy:
             raw = read_regular_file(path, MAX_POLICY_BYTES, {0, os.geteuid()}, error=PolicyError)
             text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise PolicyError(f"cannot read policy {str(path)!r}: {exc}", str(path)) from None
+            raise PolicyError(f"cannot read policy {str(path)!r}: {exc}", path=str(path)) from None
         return cls.parse(text, daemon_uid, source=path)
 
     @classmethod
@@ -404,7 +403,7 @@ class AccessPolicy:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise PolicyError(f"policy {where!r} is not TOML: {exc}", where) from None
+            raise PolicyError(f"policy {where!r} is not TOML: {exc}", path=where) from None
         try:
             policy = PolicyFile.model_validate(data)
         except ValidationError as exc:
@@ -412,7 +411,7 @@ class AccessPolicy:
                 f"{'.'.join(str(p) for p in e['loc']) or '<file>'}: {e['msg']}"
                 for e in exc.errors()
             )
-            raise PolicyError(f"policy {where!r} is invalid: {problems}", where) from None
+            raise PolicyError(f"policy {where!r} is invalid: {problems}", path=where) from None
         return cls(policy, os.getuid() if daemon_uid is None else daemon_uid, source)
 
     @property

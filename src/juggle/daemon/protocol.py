@@ -3,11 +3,11 @@
 A frame is a 4-byte big-endian payload length followed by the payload, a msgpack map. Every
 map carries the protocol version ``v``. The daemon speaks first::
 
-    daemon → client  {"v": 1, "id": 0, "hello": {...identity...}}       (or "err": refused)
-    client → daemon  {"v": 1, "id": 7, "op": "call", "h": 3, "m": "encrypt", "args": [...]}
-    daemon → client  {"v": 1, "id": 7, "ok": 16, "out": [[0, b"..."]]}
-    daemon → client  {"v": 1, "id": 7, "err": ["KeyNotLoadedError", "message", subject, {}]}
-    daemon → client  {"v": 1, "id": 0, "push": "signal", "sig": {...}}
+    daemon → client  {"v": 2, "id": 0, "hello": {...identity...}}       (or "err": refused)
+    client → daemon  {"v": 2, "id": 7, "op": "call", "h": 3, "m": "encrypt", "args": [...]}
+    daemon → client  {"v": 2, "id": 7, "ok": 16, "out": [[0, b"..."]]}
+    daemon → client  {"v": 2, "id": 7, "err": ["KeyNotLoadedError", "message", {}]}
+    daemon → client  {"v": 2, "id": 0, "push": "signal", "sig": {...}}
 
 Requests are answered in any order (each by its ``id``); id 0 is the daemon's own (hello,
 pushes, the error frame sent before closing a connection). Two msgpack extension types carry
@@ -17,8 +17,9 @@ passed to the client with ``SCM_RIGHTS``; written in place, nothing travels back
 
 Snapshots (the frozen dataclasses :mod:`juggle.runtime` names) travel as
 maps of their fields and are rebuilt from the dataclass' type hints by :func:`from_wire`.
-Errors travel as ``[class name, message, subject, extra]`` and are rebuilt by
-:func:`error_from_wire` as the juggle error class of that name.
+Errors travel as ``[class name, message, attributes]`` (the error's typed attributes, a map)
+and are rebuilt by :func:`error_from_wire` as the juggle error class of that name with the
+same attributes.
 """
 
 from __future__ import annotations
@@ -27,16 +28,14 @@ import asyncio
 import struct
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, TypeVar
 
 import msgpack
 
 from juggle import errors as juggle_errors
-from juggle.daemon import errors as daemon_errors
-from juggle.daemon.errors import ProtocolError, RemoteError
-from juggle.errors import JuggleError
+from juggle.errors import JuggleError, ProtocolError, RemoteError
 from juggle.fabric.resources import Resources
 
 __all__ = [
@@ -59,8 +58,10 @@ __all__ = [
     "unpack",
 ]
 
-#: Version of this protocol; a frame of another version closes the connection.
-PROTOCOL_VERSION = 1
+#: Version of this protocol; a frame of another version closes the connection. 2: an error
+#: travels as ``[class, message, {attribute: value}]`` (its typed attributes), no longer as
+#: ``[class, message, subject, extra]``.
+PROTOCOL_VERSION = 2
 #: The frame header: payload length, 4 bytes, big-endian.
 HEADER = struct.Struct(">I")
 #: Largest payload accepted by default (bytes); buffers larger than a few KiB travel through
@@ -161,7 +162,7 @@ def _string_keys(value: dict[Any, Any]) -> dict[Any, Any]:
         if type(key) is not str:
             raise ProtocolError(
                 f"map key {key!r:.40} is a {type(key).__name__}; keys must be strings",
-                key if isinstance(key, bytes | int) else None,
+                value=key if isinstance(key, int) else repr(key)[:60],
             )
     return value
 
@@ -252,7 +253,7 @@ def unpack(payload: bytes, *, trusted: bool = False) -> dict[str, Any]:
         raise ProtocolError(
             f"protocol version {version!r:.20} ({type(version).__name__}) is not supported "
             f"(this side speaks the integer {PROTOCOL_VERSION})",
-            subject=version if isinstance(version, int | float | str) else None,
+            value=version if isinstance(version, int | float | str) else None,
         )
     request_id = message.get("id")
     if type(request_id) is not int or not 0 <= request_id <= _MAX_ID:
@@ -289,7 +290,7 @@ async def read_frame(
         raise ProtocolError("connection closed inside a frame header") from None
     (length,) = HEADER.unpack(header)
     if length == 0 or length > max_frame:
-        raise ProtocolError(f"frame length {length} outside 1..{max_frame}", subject=length)
+        raise ProtocolError(f"frame length {length} outside 1..{max_frame}", value=length)
     try:
         async with asyncio.timeout(body_timeout):
             return await reader.readexactly(length)
@@ -332,76 +333,55 @@ class FrameDecoder:
 # -- errors ----------------------------------------------------------------------------------
 
 
-def _simple(value: object, depth: int = 0) -> Any:
-    """``value`` if it is plain data that can travel (None when not)."""
-    if isinstance(value, _SIMPLE):
-        return value
-    if isinstance(value, tuple | list) and depth < 2 and len(value) <= 16:
-        items = [_simple(v, depth + 1) for v in value]
-        return (
-            items
-            if all(i is not None or v is None for i, v in zip(items, value, strict=True))
-            else None
-        )
-    return None
-
-
 def error_to_wire(exc: BaseException) -> list[Any]:
-    """``[class name, message, subject, extra]`` of ``exc``; an exception that is not a
-    :class:`~juggle.errors.JuggleError` travels as :class:`RemoteError`."""
+    """``[class name, message, attributes]`` of ``exc``: the typed attributes of a
+    :class:`~juggle.errors.JuggleError` (those that are set, each of its declared type); an
+    exception that is not a juggle error travels as :class:`RemoteError`."""
     if not isinstance(exc, JuggleError):
         kind = type(exc).__name__
-        return ["RemoteError", f"{kind}: {exc}", None, {"remote_type": kind}]
-    extra: dict[str, Any] = {}
-    for attr in ("service_id", "remote_type"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int | str) and not isinstance(value, bool):
-            extra[attr] = value
-    return [type(exc).__name__, str(exc), _simple(exc.subject), extra]
+        return ["RemoteError", f"{kind}: {exc}", {"remote_type": kind}]
+    allowed = exc.attribute_types()
+    attributes = {
+        name: value
+        for name, value in exc.attributes().items()
+        if value is not None and isinstance(value, allowed[name])
+    }
+    return [type(exc).__name__, str(exc), attributes]
 
 
 def _error_class(name: str) -> type[JuggleError] | None:
-    for module in (juggle_errors, daemon_errors):
-        found = vars(module).get(name)
-        if isinstance(found, type) and issubclass(found, JuggleError):
-            return found
+    found = vars(juggle_errors).get(name)
+    if isinstance(found, type) and issubclass(found, JuggleError):
+        return found
     return None
 
 
-def _tuples(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_tuples(v) for v in value)
-    return value
-
-
 def error_from_wire(data: object) -> JuggleError:
-    """The juggle error ``data`` (from :func:`error_to_wire`) describes, as the class of that
-    name in :mod:`juggle.errors` (or :mod:`juggle.daemon.errors`); :class:`RemoteError` for
-    a name neither knows, :class:`ProtocolError` for malformed data."""
-    if not isinstance(data, list) or len(data) != 4 or not isinstance(data[0], str):
+    """The juggle error ``data`` (from :func:`error_to_wire`) describes: the class of that
+    name in :mod:`juggle.errors` with the same message and attributes; :class:`RemoteError`
+    for a name it does not know, :class:`ProtocolError` for malformed data (an attribute the
+    class does not take, or a value not of its type)."""
+    if (
+        not isinstance(data, list)
+        or len(data) != 3
+        or not isinstance(data[0], str)
+        or not isinstance(data[2], dict)
+    ):
         return ProtocolError(f"malformed error from the daemon: {data!r:.200}")
-    name, message, subject, extra = data
+    name, message, attributes = data
     message = str(message)
-    subject = _tuples(subject)
-    extra = extra if isinstance(extra, dict) else {}
     cls = _error_class(name)
     if cls is None:
-        return RemoteError(f"{name}: {message}", subject, remote_type=name)
-    kwargs = {k: v for k, v in extra.items() if isinstance(k, str)}
-    try:
-        return cls(message, subject, **kwargs)
-    except TypeError:
-        pass
-    try:
-        error = cls(message, subject)
-    except Exception:
-        return RemoteError(f"{name}: {message}", subject, remote_type=name)
-    for key, value in kwargs.items():
-        try:
-            setattr(error, key, value)
-        except AttributeError:
-            pass
-    return error
+        return RemoteError(f"{name}: {message}", remote_type=name)
+    allowed = cls.attribute_types()
+    for key, value in attributes.items():
+        if key not in allowed or not isinstance(value, allowed[key]):
+            return ProtocolError(
+                f"malformed error from the daemon: {name} has no attribute {key!r:.40} "
+                f"holding a {type(value).__name__}"
+            )
+    build: Callable[..., JuggleError] = cls
+    return build(message, **attributes)
 
 
 # -- snapshots -------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from juggle.daemon.errors import LimitExceededError, QuotaExceededError
 from juggle.daemon.policy import Identity, Limits, TenantLimits
+from juggle.errors import LimitExceededError, QuotaExceededError
 
 __all__ = ["Accounts", "Bucket", "Usage", "nofile"]
 
@@ -106,7 +106,8 @@ class Accounts:
                     raise LimitExceededError(
                         f"{owner} holds {held} {limit.rsplit('_', 1)[-1]}; its limit "
                         f"{limit} is {bound}: no more {what}",
-                        (limit, bound),
+                        limit=limit,
+                        value=bound,
                     )
             if connection:
                 use.connections += 1
@@ -161,5 +162,5 @@ class Accounts:
         if not taken:
             raise QuotaExceededError(
                 f"tenant {ident.name!r} is over its quota of {ident.calls_per_s:g} calls/s",
-                ident.name,
+                tenant=ident.name,
             )

@@ -21,7 +21,7 @@ change between the check and the use):
   reaches it, so no ``chmod``/``chown`` ever follows a symbolic link swapped in at the socket
   path (see its docstring for the design).
 
-Every refusal is an :class:`~juggle.daemon.errors.UnsafePathError` (or the class the caller
+Every refusal is an :class:`~juggle.errors.UnsafePathError` (or the class the caller
 names) whose message names the path, its owner and its mode.
 """
 
@@ -36,8 +36,7 @@ import stat
 from collections.abc import Collection
 from pathlib import Path
 
-from juggle.daemon.errors import DaemonError, UnsafePathError
-from juggle.errors import JuggleError
+from juggle.errors import DaemonError, UnsafePathError
 
 __all__ = [
     "bind_unix_socket",
@@ -87,7 +86,7 @@ def check_private_dir(
     path: str | Path,
     owner: int | Collection[int] | None = None,
     *,
-    error: type[JuggleError] = UnsafePathError,
+    error: type[DaemonError] = UnsafePathError,
 ) -> os.stat_result:
     """Check that ``path`` is a folder (not a symbolic link to one) owned by ``owner`` (the
     effective uid by default; a uid or several) and not writable by its group or others; its
@@ -96,22 +95,25 @@ def check_private_dir(
     try:
         info = os.lstat(path)
     except OSError as exc:
-        raise error(f"cannot examine the folder {str(path)!r}: {exc.strerror}", str(path)) from None
+        raise error(
+            f"cannot examine the folder {str(path)!r}: {exc.strerror}", path=str(path)
+        ) from None
     if not stat.S_ISDIR(info.st_mode):
         raise error(
-            f"{str(path)!r} is {_kind(info.st_mode)}, not a folder ({describe(info)})", str(path)
+            f"{str(path)!r} is {_kind(info.st_mode)}, not a folder ({describe(info)})",
+            path=str(path),
         )
     if info.st_uid not in owners:
         raise error(
             f"the folder {str(path)!r} belongs to another user ({describe(info)}); it must be "
             f"owned by uid {_owner_text(owners)}, the daemon's",
-            str(path),
+            path=str(path),
         )
     if info.st_mode & GROUP_OTHER_WRITE:
         raise error(
             f"the folder {str(path)!r} is writable by its group or others ({describe(info)}); "
             "make it 0700 (chmod 700)",
-            str(path),
+            path=str(path),
         )
     return info
 
@@ -124,7 +126,7 @@ def open_regular_nofollow(
     create_mode: int = 0o600,
     forbid: int = GROUP_OTHER_WRITE,
     single_link: bool = False,
-    error: type[JuggleError] = UnsafePathError,
+    error: type[DaemonError] = UnsafePathError,
 ) -> int:
     """Open ``path`` with ``flags`` plus ``O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`` (``O_CREAT``
     in ``flags`` creates it with ``create_mode``) and check the opened descriptor: a regular
@@ -142,33 +144,33 @@ def open_regular_nofollow(
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise error(
-                f"{str(path)!r} is a symbolic link: refused, not followed", str(path)
+                f"{str(path)!r} is a symbolic link: refused, not followed", path=str(path)
             ) from None
-        raise error(f"cannot open {str(path)!r}: {exc.strerror}", str(path)) from None
+        raise error(f"cannot open {str(path)!r}: {exc.strerror}", path=str(path)) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise error(
                 f"{str(path)!r} is {_kind(info.st_mode)}, not a regular file ({describe(info)})",
-                str(path),
+                path=str(path),
             )
         if info.st_uid not in owners:
             raise error(
                 f"{str(path)!r} belongs to another user ({describe(info)}); it must be owned "
                 f"by uid {_owner_text(owners)}, the daemon's",
-                str(path),
+                path=str(path),
             )
         if info.st_mode & forbid:
             raise error(
                 f"{str(path)!r} is open to its group or others ({describe(info)}); make it "
                 f"{0o666 & ~forbid & ~0o111:04o} or less",
-                str(path),
+                path=str(path),
             )
         if single_link and info.st_nlink != 1:
             raise error(
                 f"{str(path)!r} has {info.st_nlink} hard links ({describe(info)}): it may be "
                 "another file's name; remove it",
-                str(path),
+                path=str(path),
             )
         os.set_blocking(fd, True)
     except BaseException:
@@ -183,7 +185,7 @@ def read_regular_file(
     owner: int | Collection[int] | None = None,
     *,
     forbid: int = GROUP_OTHER_WRITE,
-    error: type[JuggleError] = UnsafePathError,
+    error: type[DaemonError] = UnsafePathError,
 ) -> bytes:
     """The bytes of regular file ``path`` (opened as :func:`open_regular_nofollow` does),
     at most ``limit`` of them: one byte more is an ``error`` naming the path and the bound.
@@ -196,7 +198,7 @@ def read_regular_file(
             try:
                 chunk = os.read(fd, min(left, 1 << 16))
             except OSError as exc:
-                raise error(f"cannot read {str(path)!r}: {exc.strerror}", str(path)) from None
+                raise error(f"cannot read {str(path)!r}: {exc.strerror}", path=str(path)) from None
             if not chunk:
                 break
             chunks.append(chunk)
@@ -205,7 +207,7 @@ def read_regular_file(
         os.close(fd)
     data = b"".join(chunks)
     if len(data) > limit:
-        raise error(f"{str(path)!r} is over {limit} bytes", str(path))
+        raise error(f"{str(path)!r} is over {limit} bytes", path=str(path))
     return data
 
 
@@ -298,7 +300,7 @@ def bind_unix_socket(
             if not stat.S_ISSOCK(info.st_mode):
                 raise DaemonError(
                     f"the socket folder of {str(path)!r} changed while the socket was bound",
-                    str(path),
+                    path=str(path),
                 )
             if group is not None:
                 os.chown(_BOUND_NAME, -1, group, dir_fd=dfd, follow_symlinks=False)
@@ -313,7 +315,7 @@ def bind_unix_socket(
             _remove_private(pfd, private, dfd)
             if isinstance(exc, OSError):
                 raise DaemonError(
-                    f"cannot listen on {str(path)!r}: {exc.strerror or exc}", str(path)
+                    f"cannot listen on {str(path)!r}: {exc.strerror or exc}", path=str(path)
                 ) from None
             raise
         _remove_private(pfd, private, dfd)
@@ -332,7 +334,7 @@ def _clear_stale(path: Path) -> None:
         raise DaemonError(
             f"{str(path)!r} exists and is not a socket ({_kind(info.st_mode)}, "
             f"{describe(info)}): refused, left as it is",
-            str(path),
+            path=str(path),
         )
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -341,7 +343,7 @@ def _clear_stale(path: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # unlink never follows a symbolic link
     else:
-        raise DaemonError(f"a daemon already listens on {str(path)!r}", str(path))
+        raise DaemonError(f"a daemon already listens on {str(path)!r}", path=str(path))
     finally:
         probe.close()
 
@@ -359,23 +361,24 @@ def _private_folder(pfd: int, path: Path) -> tuple[str, int]:
             raise DaemonError(
                 f"cannot bind the socket {str(path)!r}: its folder refuses a new entry "
                 f"({exc.strerror})",
-                str(path),
+                path=str(path),
             ) from None
         break
     else:
-        raise DaemonError(f"cannot make a private folder next to {str(path)!r}", str(path))
+        raise DaemonError(f"cannot make a private folder next to {str(path)!r}", path=str(path))
     try:
         dfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
     except OSError as exc:
         raise DaemonError(
-            f"the private folder next to {str(path)!r} was replaced ({exc.strerror})", str(path)
+            f"the private folder next to {str(path)!r} was replaced ({exc.strerror})",
+            path=str(path),
         ) from None
     info = os.fstat(dfd)
     if info.st_uid != os.geteuid() or info.st_mode & 0o077:
         os.close(dfd)
         raise DaemonError(
             f"the private folder next to {str(path)!r} was replaced by another ({describe(info)})",
-            str(path),
+            path=str(path),
         )
     return name, dfd
 

@@ -45,12 +45,6 @@ from typing import Any
 
 from juggle.daemon.dashboard import DashboardServer, admin_token
 from juggle.daemon.dispatch import Dispatcher
-from juggle.daemon.errors import (
-    AccessDeniedError,
-    DaemonError,
-    DaemonShuttingDownError,
-    LimitExceededError,
-)
 from juggle.daemon.operations import OPERATIONS
 from juggle.daemon.policy import AccessPolicy, PeerCredentials, peer_credentials
 from juggle.daemon.protocol import DEFAULT_MAX_FRAME, PROTOCOL_VERSION, error_to_wire, frame, pack
@@ -60,7 +54,13 @@ from juggle.daemon.sessions import Connection, Sessions
 from juggle.daemon.spin import DEFAULT_SPIN_US, check_spin_us
 from juggle.daemon.state import ModuleEntry, StateDir
 from juggle.daemon.transport import Listener, Poller, Reader
-from juggle.errors import JuggleError
+from juggle.errors import (
+    AccessDeniedError,
+    DaemonError,
+    DaemonShuttingDownError,
+    JuggleError,
+    LimitExceededError,
+)
 from juggle.runtime import Framework
 
 __all__ = ["DEFAULT_DRAIN_S", "DEFAULT_WORKERS", "Daemon"]
@@ -83,7 +83,7 @@ class Daemon:
     :class:`~juggle.Framework`. ``dashboard`` ``(host, port)`` serves the dashboard and
     ``/metrics`` of the daemon's framework there (see :mod:`juggle.daemon.dashboard`).
     ``spin_us`` bounds how long a reader thread polls for the next request before it blocks
-    (raises :class:`~juggle.daemon.errors.SpinLimitError` outside 0..1000).
+    (raises :class:`~juggle.errors.SpinLimitError` outside 0..1000).
     """
 
     def __init__(
@@ -315,7 +315,7 @@ class Daemon:
     def reload_policy(self) -> dict[str, Any]:
         """Read the policy again, register new tenants, apply the new limits, close the
         connections whose identity changed; a summary. Raises what loading the policy
-        raises (:class:`~juggle.daemon.errors.PolicyError`), with nothing changed."""
+        raises (:class:`~juggle.errors.PolicyError`), with nothing changed."""
         policy = self._load_policy()
         self.policy = policy
         self._set_limits()
@@ -368,7 +368,7 @@ class Daemon:
         if identity is None:
             error = AccessDeniedError(
                 f"uid {peer.uid} (pid {peer.pid}) is not mapped to a tenant by the daemon's policy",
-                peer.uid,
+                uid=peer.uid,
             )
         elif self._dispatcher.closing:
             error = DaemonShuttingDownError("the daemon is shutting down")

@@ -34,17 +34,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from juggle.daemon.errors import (
-    LimitExceededError,
-    ProtocolError,
-    QuotaExceededError,
-    RegionQuotaExceededError,
-)
 from juggle.daemon.policy import Identity, TenantLimits
 from juggle.daemon.protocol import ShmRef
 from juggle.daemon.quotas import Accounts
 from juggle.daemon.transport import Link
-from juggle.errors import JuggleError, ServiceArgumentError, ServiceStateError
+from juggle.errors import (
+    JuggleError,
+    LimitExceededError,
+    ProtocolError,
+    QuotaExceededError,
+    RegionQuotaExceededError,
+    ServiceArgumentError,
+    ServiceStateError,
+)
 from juggle.runtime import Framework, ServiceProxy, parse_filter
 
 __all__ = [
@@ -165,7 +167,7 @@ class Handle:
                         raise ServiceStateError(
                             f"service {self.service_id}: its state was set by another "
                             f"client, not by {who} {whose!r}; call {setters} first",
-                            self.service_id,
+                            service_id=self.service_id,
                         )
             return method(*args, **kwargs)
 
@@ -229,11 +231,11 @@ class Connection(Link):
         """The memory ``ref`` names. Raises :class:`ProtocolError`."""
         seg = self.segments.get(ref.segment)
         if seg is None:
-            raise ProtocolError(f"no shared-memory segment {ref.segment}", ref.segment)
+            raise ProtocolError(f"no shared-memory segment {ref.segment}", value=ref.segment)
         if ref.offset + ref.length > seg.size:
             raise ProtocolError(
                 f"range {ref.offset}+{ref.length} outside segment {ref.segment} of {seg.size}",
-                ref.segment,
+                value=ref.segment,
             )
         return memoryview(seg.mm)[ref.offset : ref.offset + ref.length]
 
@@ -293,7 +295,7 @@ class Sessions:
                 raise QuotaExceededError(
                     f"tenant {ident.name!r} holds {held} services, its quota is "
                     f"{ident.max_services}",
-                    ident.name,
+                    tenant=ident.name,
                 )
             self._held[ident.name] = held + 1
         try:
@@ -420,7 +422,7 @@ class Sessions:
                         f"tenant {ident.name!r} holds or waits for {len(held)} region(s) (for "
                         f"{', '.join(sorted(held))}); its max_regions quota is {quota}: give "
                         "one of those services back (unget_service) to free its region",
-                        ident.name,
+                        tenant=ident.name,
                     )
             claims[device] = claims.get(device, 0) + 1
         return device
@@ -451,18 +453,21 @@ class Sessions:
         tenant's or daemon's segment limits, :class:`QuotaExceededError` past
         :data:`MAX_CONNECTION_SHM` bytes."""
         if not 0 < size <= MAX_SEGMENT_BYTES:
-            raise ServiceArgumentError(f"segment size {size} outside 1..{MAX_SEGMENT_BYTES}", size)
+            raise ServiceArgumentError(
+                f"segment size {size} outside 1..{MAX_SEGMENT_BYTES}", value=size
+            )
         if len(conn.segments) >= conn.max_segments:
             raise LimitExceededError(
                 f"connection {conn.conn_id} holds {len(conn.segments)} shared-memory segments; "
                 f"its limit connection_max_segments is {conn.max_segments}",
-                ("connection_max_segments", conn.max_segments),
+                limit="connection_max_segments",
+                value=conn.max_segments,
             )
         if conn.shm_bytes + size > MAX_CONNECTION_SHM:
             raise QuotaExceededError(
                 f"connection holds {len(conn.segments)} segments of {conn.shm_bytes} bytes; "
                 f"a segment of {size} more would pass {MAX_CONNECTION_SHM}",
-                conn.identity.name,
+                tenant=conn.identity.name,
             )
         # counted before the descriptor exists: the daemon never opens one past the limits
         self._accounts.take(conn.identity, conn.limits, connection=False)

@@ -24,7 +24,7 @@ import select
 import threading
 import time
 
-from juggle.daemon.errors import SpinLimitError
+from juggle.errors import SpinLimitError, scalar
 
 __all__ = ["DEFAULT_SPIN_US", "MAX_SPIN_US", "ReadWait", "Spinner", "check_spin_us"]
 
@@ -40,10 +40,12 @@ def check_spin_us(value: object) -> float:
     """``value`` as a spin bound in µs. Raises :class:`SpinLimitError` naming it unless it
     is a number in 0..:data:`MAX_SPIN_US` (0 disables spinning)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise SpinLimitError(f"spin bound must be a number of µs, got {value!r:.40}", value)
+        raise SpinLimitError(
+            f"spin bound must be a number of µs, got {value!r:.40}", value=scalar(value)
+        )
     if not 0 <= value <= MAX_SPIN_US:
         raise SpinLimitError(
-            f"spin bound {value!r} µs outside 0..{MAX_SPIN_US:g} (0 disables spinning)", value
+            f"spin bound {value!r} µs outside 0..{MAX_SPIN_US:g} (0 disables spinning)", value=value
         )
     return float(value)
 

@@ -14,7 +14,7 @@ Nothing found here is trusted on sight (see :mod:`juggle.daemon.safefs`): the di
 ``modules/`` must belong to the daemon's uid and not be writable by group or others, and every
 file is opened with ``O_NOFOLLOW`` and judged by ``fstat`` of the opened descriptor (a regular
 file of the daemon's uid, not group/other-writable; the lock file with one link only), else
-:class:`~juggle.daemon.errors.UnsafePathError` naming the path, owner and mode. A symbolic
+:class:`~juggle.errors.UnsafePathError` naming the path, owner and mode. A symbolic
 link planted as ``daemon.lock`` is refused, never followed or truncated; a ``modules.json``
 planted by another uid is refused, never installed from. Once the lock is held, what a daemon
 killed mid-install left behind (a copy under ``modules/`` that ``modules.json`` does not
@@ -33,13 +33,13 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from juggle.daemon.errors import DaemonError, UnsafePathError
 from juggle.daemon.safefs import (
     check_private_dir,
     open_regular_nofollow,
     read_regular_file,
     replace_file,
 )
+from juggle.errors import DaemonError, UnsafePathError
 
 __all__ = ["ModuleEntry", "StateDir"]
 
@@ -81,7 +81,7 @@ class StateDir:
                 raise UnsafePathError(
                     f"the state directory {str(given)!r} is a symbolic link of another user "
                     f"(owner uid {link.st_uid}): refused, not followed",
-                    str(given),
+                    path=str(given),
                 )
         self.root = given.resolve()
         try:
@@ -89,7 +89,7 @@ class StateDir:
         except OSError as exc:
             raise UnsafePathError(
                 f"cannot create the state directory {str(self.root)!r}: {exc.strerror}",
-                str(self.root),
+                path=str(self.root),
             ) from None
         check_private_dir(self.root)
         self.modules = self.root / "modules"
@@ -118,7 +118,7 @@ class StateDir:
             os.close(fd)
             raise DaemonError(
                 f"state directory {str(self.root)!r} is in use by another daemon",
-                str(self.root),
+                path=str(self.root),
             ) from None
         try:
             self.clean()
@@ -143,7 +143,7 @@ class StateDir:
                     raise UnsafePathError(
                         f"the module copy {str(child)!r} belongs to another user "
                         f"(owner uid {info.st_uid}, mode {info.st_mode & 0o7777:04o})",
-                        str(child),
+                        path=str(child),
                     )
                 continue
             self._remove(child)
@@ -206,7 +206,7 @@ class StateDir:
         :class:`DaemonError` when ``source`` is missing."""
         src = Path(source).resolve()
         if not src.exists():
-            raise DaemonError(f"no module at {str(src)!r}", str(src))
+            raise DaemonError(f"no module at {str(src)!r}", path=str(src))
         folder, inner = (src, None) if src.is_dir() else (src.parent, src.name)
         if src.is_file() and src.suffix == ".zip":
             folder, inner = src, None

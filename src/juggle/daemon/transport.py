@@ -33,7 +33,6 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any, Generic, TypeVar
 
-from juggle.daemon.errors import ProtocolError
 from juggle.daemon.protocol import (
     DEFAULT_MAX_FRAME,
     HEADER,
@@ -44,6 +43,7 @@ from juggle.daemon.protocol import (
     parse_request,
 )
 from juggle.daemon.spin import ReadWait, Spinner
+from juggle.errors import ProtocolError
 
 __all__ = [
     "FRAME_TIMEOUT_S",
@@ -295,7 +295,9 @@ class Link:
         while len(buf) >= HEADER.size:
             (length,) = HEADER.unpack_from(buf)
             if length == 0 or length > self.max_frame:
-                raise ProtocolError(f"frame length {length} outside 1..{self.max_frame}", length)
+                raise ProtocolError(
+                    f"frame length {length} outside 1..{self.max_frame}", value=length
+                )
             end = HEADER.size + length
             if len(buf) < end:
                 break

@@ -3,7 +3,8 @@
 The dashboard is a window onto a running :class:`Framework`, not a second owner of it: every
 ``GET`` reads the framework's frozen snapshots and every ``POST`` is one call of its public
 API (juggle, set_tier, set_foreground). A :class:`~juggle.errors.JuggleError` becomes a JSON
-error ``{"error": message, "type": class name, "subject": ...}`` with a status telling whose
+error ``{"error": message, "type": class name, ...}`` (plus the error's typed attributes, such
+as ``"service_id"``) with a status telling whose
 fault it is (404 unknown id in the path, 400 bad request, 409 the fabric's state refuses).
 Figures carry their kind: call durations are measured, fabric times are modeled.
 """
@@ -140,7 +141,7 @@ class FocusRotation:
     def __init__(self, framework: Framework, every_s: float) -> None:
         if isinstance(every_s, bool) or not isinstance(every_s, int | float) or not every_s > 0:
             raise ConfigurationError(
-                f'"focus_every_s" must be a number > 0, got {every_s!r:.80}', every_s
+                f'"focus_every_s" must be a number > 0, got {every_s!r:.80}', value=every_s
             )
         self.framework = framework
         self.every_s = float(every_s)
@@ -218,10 +219,8 @@ def live_sample(framework: Framework) -> dict[str, Any]:
 
 
 def _error(exc: JuggleError, status: int) -> JSONResponse:
-    subject = exc.subject
-    if not (subject is None or isinstance(subject, bool | int | float | str)):
-        subject = str(subject)
-    body = {"error": str(exc), "type": type(exc).__name__, "subject": subject}
+    body: dict[str, object] = {"error": str(exc), "type": type(exc).__name__}
+    body.update(exc.attributes())
     return JSONResponse(body, status_code=status)
 
 

@@ -135,7 +135,7 @@ class _Reader:
             raise TruncatedBitstreamError(
                 f"bitstream {self.source!r} is truncated in {what} "
                 f"(needs {end} bytes, file has {len(self.data)})",
-                self.source,
+                path=self.source,
             )
         chunk = self.data[self.pos : end]
         self.pos = end
@@ -162,13 +162,13 @@ def parse_bitstream(
     """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise BitstreamFormatError(
-            f"bitstream {source!r} must be bytes, got {type(data).__name__}", source
+            f"bitstream {source!r} must be bytes, got {type(data).__name__}", path=source
         )
     data = bytes(data)
     _check_size(source, len(data), limits)
     reader = _Reader(data, source)
     if reader.take(len(_PREAMBLE), "the magic field") != _PREAMBLE:
-        raise BitstreamFormatError(f"bitstream {source!r} has a bad magic field", source)
+        raise BitstreamFormatError(f"bitstream {source!r} has a bad magic field", path=source)
     fields: dict[str, str] = {}
     while True:  # every round consumes at least 3 bytes, or take() raises
         key = reader.take(1, "a field key")
@@ -178,18 +178,18 @@ def parse_bitstream(
         name = _STRING_KEYS.get(key)
         if name is None:
             raise BitstreamFormatError(
-                f"bitstream {source!r} has unknown field key {key!r} at byte {at}", source
+                f"bitstream {source!r} has unknown field key {key!r} at byte {at}", path=source
             )
         if name in fields:
             raise BitstreamFormatError(
-                f"bitstream {source!r} repeats field {key!r} ({name}) at byte {at}", source
+                f"bitstream {source!r} repeats field {key!r} ({name}) at byte {at}", path=source
             )
         raw = reader.take(reader.u16(f"field {name}"), f"field {name}").rstrip(b"\0")
         if not _PRINTABLE.fullmatch(raw):
             raise BitstreamFormatError(
                 f"bitstream {source!r}: field {key!r} ({name}) at byte {at} is not printable "
                 f"ASCII: {raw[:64]!r}",
-                source,
+                path=source,
             )
         fields[name] = raw.decode("ascii")
     declared = reader.u32("the payload length")
@@ -198,11 +198,11 @@ def parse_bitstream(
         raise BitstreamFormatError(
             f"bitstream {source!r}: payload length mismatch (header says {declared} bytes, "
             f"file holds {actual})",
-            source,
+            path=source,
         )
     for required in ("design", "part"):
         if not fields.get(required):
-            raise BitstreamFormatError(f"bitstream {source!r} has no {required} field", source)
+            raise BitstreamFormatError(f"bitstream {source!r} has no {required} field", path=source)
     design, region = _split_design_field(fields["design"], source)
     tags = _design_tags(fields["design"])
     return Bitstream(
@@ -227,7 +227,7 @@ def _check_size(source: str, size: int, limits: Limits) -> None:
         raise BitstreamTooLargeError(
             f"bitstream {source!r} is {size:,} bytes, over the limit of "
             f"{limits.max_bitstream_bytes:,} (Limits.max_bitstream_bytes)",
-            source,
+            path=source,
         )
 
 
@@ -236,7 +236,7 @@ def _split_design_field(text: str, source: str) -> tuple[str, str | None]:
     name = re.split(r"[\\/]", first)[-1].removesuffix(".ncd").removesuffix("_partial")
     if not name:
         raise BitstreamFormatError(
-            f"bitstream {source!r}: design field {text!r} names no design", source
+            f"bitstream {source!r}: design field {text!r} names no design", path=source
         )
     region = None
     for option in options:
@@ -272,24 +272,32 @@ def _read_bounded(p: Path, limits: Limits) -> bytes:
     try:
         info = os.stat(p)
     except FileNotFoundError as exc:
-        raise MissingBitstreamError(f"bitstream file {str(p)!r} does not exist", p) from exc
+        raise MissingBitstreamError(
+            f"bitstream file {str(p)!r} does not exist", path=str(p)
+        ) from exc
     except OSError as exc:
-        raise BitstreamFormatError(f"bitstream file {str(p)!r} cannot be read: {exc}", p) from exc
+        raise BitstreamFormatError(
+            f"bitstream file {str(p)!r} cannot be read: {exc}", path=str(p)
+        ) from exc
     if not stat.S_ISREG(info.st_mode):
-        raise BitstreamFormatError(f"bitstream file {str(p)!r} is not a regular file", p)
+        raise BitstreamFormatError(f"bitstream file {str(p)!r} is not a regular file", path=str(p))
     if info.st_size > limits.max_bitstream_bytes:
         raise BitstreamTooLargeError(
             f"bitstream file {str(p)!r} is {info.st_size:,} bytes, over the limit of "
             f"{limits.max_bitstream_bytes:,} (Limits.max_bitstream_bytes)",
-            p,
+            path=str(p),
         )
     try:
         with open(p, "rb") as handle:
             data = handle.read(limits.max_bitstream_bytes + 1)  # it may have grown since stat
     except FileNotFoundError as exc:
-        raise MissingBitstreamError(f"bitstream file {str(p)!r} does not exist", p) from exc
+        raise MissingBitstreamError(
+            f"bitstream file {str(p)!r} does not exist", path=str(p)
+        ) from exc
     except OSError as exc:
-        raise BitstreamFormatError(f"bitstream file {str(p)!r} cannot be read: {exc}", p) from exc
+        raise BitstreamFormatError(
+            f"bitstream file {str(p)!r} cannot be read: {exc}", path=str(p)
+        ) from exc
     return data
 
 
@@ -312,14 +320,16 @@ def build_bitstream(
     for label, value in (("design", design), ("part", part), ("region", region)):
         if not _NAME_RE.fullmatch(value):
             raise BitstreamFormatError(
-                f'"{label}" must match [A-Za-z0-9_.-]+, got {value!r}', value
+                f'"{label}" must match [A-Za-z0-9_.-]+, got {value!r}', value=value
             )
     field = f"{design}_partial.ncd;UserID=0xFFFFFFFF;Region={region}"
     header = _header(field, part, date, time)
     payload_length = size - len(header) - 4
     if payload_length < 0:
         raise BitstreamFormatError(
-            f'"size" must be >= {len(header) + 4} (the header), got {size}', size
+            f'"size" must be >= {len(header) + 4} (the header), got {size}',
+            field="size",
+            value=size,
         )
     rng = random.Random(f"juggle-bitstream:{design}")
     body = (_SYNC + rng.randbytes(max(0, payload_length - len(_SYNC))))[:payload_length]
@@ -529,7 +539,7 @@ def parse_any(
     """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise BitstreamFormatError(
-            f"bitstream {source!r} must be bytes, got {type(data).__name__}", source
+            f"bitstream {source!r} must be bytes, got {type(data).__name__}", path=source
         )
     data = bytes(data)
     _check_size(source, len(data), limits)
@@ -537,7 +547,7 @@ def parse_any(
         bitstream = parse_bitstream(data, source=source, limits=limits)
     elif _is_pdi(data, source):
         if not data:
-            raise BitstreamFormatError(f"bitstream {source!r}: the .pdi file is empty", source)
+            raise BitstreamFormatError(f"bitstream {source!r}: the .pdi file is empty", path=source)
         bitstream = _headerless(data, source, "pdi", "be")
     else:
         found = find_sync(data)
@@ -546,20 +556,23 @@ def parse_any(
                 f"bitstream {source!r} is neither a .bit (no magic field) nor a .bin: no sync "
                 f"word 0x{_SYNC_WORD:08X} (in any word order) at a word boundary within its "
                 f"first {_SYNC_SEARCH_BYTES} bytes",
-                (source, "sync word"),
+                path=source,
+                field="sync word",
             )
         bitstream = _headerless(data, source, "bin", found[1])
     if expect_part is not None and bitstream.part and not same_part(bitstream.part, expect_part):
         raise PartMismatchError(
             f"bitstream {source!r}: field 'b' (part) is {bitstream.part!r}, the board is "
             f"{expect_part!r}",
-            (source, "part"),
+            path=source,
+            field="part",
         )
     if expect_partial and bitstream.partial is False:
         raise NotPartialError(
             f"bitstream {source!r} is a full-device image (field 'a' (design) "
             f"{bitstream.design_field!r} carries no PARTIAL=TRUE), a partial is expected",
-            (source, "design"),
+            path=source,
+            field="design",
         )
     return bitstream
 
@@ -605,14 +618,16 @@ def check_family(bitstream: Bitstream, family: str) -> None:
         raise BitstreamFamilyError(
             f"bitstream {source!r}: family {family!r} is not one juggle converts for "
             f"(known: {', '.join(sorted(FAMILIES))})",
-            (source, "family"),
+            path=source,
+            field="family",
         )
     formats, _ = known
     if bitstream.format not in formats:
         raise BitstreamFamilyError(
             f"bitstream {source!r}: format {bitstream.format!r} is not what a {family} FPGA "
             f"manager takes ({' or '.join(formats)})",
-            (source, "format"),
+            path=source,
+            field="format",
         )
     if bitstream.part:
         of_part = part_family(bitstream.part)
@@ -620,7 +635,8 @@ def check_family(bitstream: Bitstream, family: str) -> None:
             raise BitstreamFamilyError(
                 f"bitstream {source!r}: field 'b' (part) {bitstream.part!r} is a {of_part} "
                 f"device, the manager is {family}",
-                (source, "part"),
+                path=source,
+                field="part",
             )
 
 
@@ -646,7 +662,8 @@ def kernel_image(bitstream: Bitstream, data: bytes, family: str) -> bytes:
         raise BitstreamFormatError(
             f"bitstream {source!r}: data ({size} bytes) is not the {bitstream.size}-byte file "
             "the header describes",
-            (source, "size"),
+            path=source,
+            field="size",
         )
     if bitstream.format == "pdi":
         return bytes(data)
@@ -658,7 +675,8 @@ def kernel_image(bitstream: Bitstream, data: bytes, family: str) -> bytes:
             raise SyncWordError(
                 f"bitstream {source!r}: field 'e' (payload) holds no sync word "
                 f"0x{_SYNC_WORD:08X} within its first {_SYNC_SEARCH_BYTES} bytes",
-                (source, "payload"),
+                path=source,
+                field="payload",
             )
         order = found[1]
     return reorder_words(payload, order, want, source=source)
@@ -673,7 +691,8 @@ def reorder_words(image: bytes, have: str, want: str, *, source: str = "<bytes>"
             raise BitstreamFormatError(
                 f"bitstream {source!r}: word order {label}={value!r} is not one of "
                 f"{', '.join(WORD_ORDERS)}",
-                (source, "word order"),
+                path=source,
+                field="word order",
             )
     if have == want:
         return image
@@ -692,7 +711,8 @@ def _swap32(image: bytes, source: str) -> bytes:
         raise BitstreamFormatError(
             f"bitstream {source!r}: field 'e' (payload) is {len(image)} bytes, not a whole "
             "number of 32-bit words, so its words cannot be byte-swapped",
-            (source, "payload"),
+            path=source,
+            field="payload",
         )
     words = array.array("I")
     if words.itemsize != 4:  # pragma: no cover - every platform juggle runs on has 4-byte I
@@ -725,11 +745,11 @@ def build_vendor_bit(
     for label, value in (("design", design), ("part", part), ("region", region or "x")):
         if not _NAME_RE.fullmatch(value):
             raise BitstreamFormatError(
-                f'"{label}" must match [A-Za-z0-9_.-]+, got {value!r}', value
+                f'"{label}" must match [A-Za-z0-9_.-]+, got {value!r}', value=value
             )
     if payload_words < 0:
         raise BitstreamFormatError(
-            f'"payload_words" must be >= 0, got {payload_words}', payload_words
+            f'"payload_words" must be >= 0, got {payload_words}', value=payload_words
         )
     options = ["PARTIAL=TRUE"] if partial else []
     options += ["UserID=0XFFFFFFFF", f"Version={version}"]

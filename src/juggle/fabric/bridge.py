@@ -71,12 +71,14 @@ class Bridge:
             raise
         except OSError as exc:
             self._failures += 1
-            raise BridgeError(f"bridge {self.name!r}: {word} failed: {exc}", self.name) from exc
+            raise BridgeError(
+                f"bridge {self.name!r}: {word} failed: {exc}", region=self.name
+            ) from exc
         if reached != enable:
             self._failures += 1
             state = "enabled" if reached else "disabled"
             raise BridgeError(
-                f"bridge {self.name!r} did not {word}: it reads back {state}", self.name
+                f"bridge {self.name!r} did not {word}: it reads back {state}", region=self.name
             )
         self._switches += 1
 

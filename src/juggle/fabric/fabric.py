@@ -108,7 +108,9 @@ class Fabric:
         """
         faults = self._backend.faults
         if faults is None:
-            raise BackendError(f"backend {self.backend!r} offers no fault injection", self)
+            raise BackendError(
+                f"backend {self.backend!r} offers no fault injection", value=self.backend
+            )
         return faults
 
     @property
@@ -156,32 +158,38 @@ class Fabric:
             raise PartMismatchError(
                 f"bitstream {bitstream.source!r} is built for part {bitstream.part!r}, "
                 f"board {self.profile.name!r} is {board_part!r}",
-                bitstream,
+                path=bitstream.source,
+                field="part",
             )
         if bitstream.region is not None and bitstream.region != region:
             raise RegionMismatchError(
                 f"bitstream {bitstream.source!r} is built for region {bitstream.region!r}, "
                 f"not {region!r}",
-                bitstream,
+                region=region,
+                path=bitstream.source,
             )
         if bitstream.partial is False:
             raise NotPartialError(
                 f"bitstream {bitstream.source!r} is a full-device image (its design field "
                 f"{bitstream.design_field!r} carries no PARTIAL=TRUE), region {region!r} "
                 "takes a partial",
-                (bitstream.source, "design"),
+                region=region,
+                path=bitstream.source,
+                field="design",
             )
         if bitstream.size > target.max_bitstream_bytes:
             raise BitstreamTooLargeError(
                 f"bitstream {bitstream.source!r} is {bitstream.size} bytes, region {region!r} "
                 f"takes at most {target.max_bitstream_bytes}",
-                bitstream,
+                region=region,
+                path=bitstream.source,
             )
         if resources is not None and not resources.fits_in(target.resources):
             raise ResourceError(
                 f"design {bitstream.design!r} does not fit region {region!r}: "
                 f"{resources.describe_shortfall(target.resources)}",
-                resources,
+                region=region,
+                design=bitstream.design,
             )
         # a backend whose kernel takes some formats only (Linux: a ZynqMP manager takes no
         # .pdi) refuses the others here, before anything is written
@@ -215,7 +223,7 @@ class Fabric:
             raise BitstreamFormatError(
                 f"data ({len(data)} bytes) is not the file {bitstream.source!r} describes "
                 f"({bitstream.size} bytes)",
-                bitstream,
+                path=bitstream.source,
             )
         try:
             report = self.region(region).program(bitstream, data, resources=resources, owner=owner)
@@ -326,7 +334,7 @@ class Fabric:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise BackendError(f"fabric {self.profile.name!r} is closed", self)
+            raise BackendError(f"fabric {self.profile.name!r} is closed")
 
     def __enter__(self) -> Fabric:
         return self
@@ -374,9 +382,7 @@ def open_fabric(
     impl: Backend
     if backend == "sim":
         if backend_options:
-            raise BackendError(
-                f"backend 'sim' takes no options, got {sorted(backend_options)}", backend_options
-            )
+            raise BackendError(f"backend 'sim' takes no options, got {sorted(backend_options)}")
         impl = SimBackend(board, clock, catalog)
     elif backend == "rtl":
         from juggle.fabric.rtl import RtlBackend
@@ -386,7 +392,7 @@ def open_fabric(
         if unknown:
             raise BackendError(
                 f"backend 'rtl' has no option(s) {unknown} (options: {sorted(allowed)})",
-                unknown,
+                value=unknown[0],
             )
         impl = RtlBackend(board, clock, catalog, **backend_options)
     elif backend == "linux":
@@ -397,11 +403,11 @@ def open_fabric(
         if unknown:
             raise BackendError(
                 f"backend 'linux' has no option(s) {unknown} (options: {sorted(allowed)})",
-                unknown,
+                value=unknown[0],
             )
         impl = open_linux_backend(board, **backend_options)
     else:
         raise BackendError(
-            f'"backend" must be one of {", ".join(BACKENDS)}, got {backend!r}', backend
+            f'"backend" must be one of {", ".join(BACKENDS)}, got {backend!r}', value=backend
         )
     return Fabric(board, impl, clock, catalog)

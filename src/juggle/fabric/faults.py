@@ -103,7 +103,7 @@ class FaultInjector:
         """
         self._check(step)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise FabricError(f'"count" must be >= 1, got {count!r}', count)
+            raise FabricError(f'"count" must be >= 1, got {count!r}', value=count)
         with self._lock:
             self._armed[step] += count
             self._update_pending()
@@ -157,7 +157,7 @@ class FaultInjector:
     def _check(self, step: str) -> None:
         if step not in self._armed:
             raise FabricError(
-                f"unknown fault step {step!r} (steps: {', '.join(FAULT_STEPS)})", step
+                f"unknown fault step {step!r} (steps: {', '.join(FAULT_STEPS)})", value=step
             )
 
     def statistics(self) -> FaultStatistics:

@@ -89,7 +89,9 @@ class FpgaManager:
 
     def __init__(self, ops: ManagerOps, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
         if chunk_bytes <= 0:
-            raise ProgrammingError(f'"chunk_bytes" must be > 0, got {chunk_bytes}', chunk_bytes)
+            raise ProgrammingError(
+                f'"chunk_bytes" must be > 0, got {chunk_bytes}', value=chunk_bytes
+            )
         self._ops = ops
         self._chunk = chunk_bytes
         self._lock = threading.RLock()
@@ -127,7 +129,7 @@ class FpgaManager:
         """Write ``data`` (the whole file ``bitstream`` was parsed from) through the port.
 
         Raises :class:`~juggle.errors.ProgrammingError` naming the step that failed; its
-        ``subject`` is the error state (``ManagerState.WRITE_ERR``, ...).
+        ``value`` is the error state's value (``ManagerState.WRITE_ERR.value``, ...).
         """
         with self._lock:
             try:
@@ -157,7 +159,8 @@ class FpgaManager:
             raise ProgrammingError(
                 f"programming {bitstream.design!r} ({bitstream.source}) failed in step "
                 f"{step.name}: {exc}",
-                self._state,
+                design=bitstream.design,
+                value=self._state.value,
             ) from exc
 
     def statistics(self) -> ManagerStatistics:

@@ -456,7 +456,7 @@ class BoardProfile(_Table):
                 return region
         known = ", ".join(r.name for r in self.regions)
         raise UnknownRegionError(
-            f"board {self.name!r} has no region {name!r} (regions: {known})", name
+            f"board {self.name!r} has no region {name!r} (regions: {known})", region=name
         )
 
     def region_names(self) -> tuple[str, ...]:
@@ -528,12 +528,12 @@ def load_profile(name_or_path: str | Path, *, limits: Limits = DEFAULT_LIMITS) -
     path = _resolve(name_or_path)
     origin = f"profile {str(path)!r}"
     data = _read_bounded(path, origin, limits)
-    text = decode_untrusted(data, origin, limits=limits, error=ProfileError, subject=path)
-    table = load_untrusted_toml(text, origin, limits=limits, error=ProfileError, subject=path)
+    text = decode_untrusted(data, origin, limits=limits, error=ProfileError, path=str(path))
+    table = load_untrusted_toml(text, origin, limits=limits, error=ProfileError, path=str(path))
     try:
         return BoardProfile.model_validate(table)
     except ValidationError as exc:
-        raise ProfileError(f"{origin} is invalid: {exc}", path) from exc
+        raise ProfileError(f"{origin} is invalid: {exc}", path=str(path)) from exc
 
 
 def _read_bounded(path: Path, origin: str, limits: Limits) -> bytes:
@@ -541,12 +541,12 @@ def _read_bounded(path: Path, origin: str, limits: Limits) -> bytes:
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
-            raise ProfileError(f"{origin} cannot be read: it is not a regular file", path)
+            raise ProfileError(f"{origin} cannot be read: it is not a regular file", path=str(path))
         check_size(origin, info.st_size, limits.max_descriptor_bytes, "max_descriptor_bytes")
         with open(path, "rb") as handle:
             data = handle.read(limits.max_descriptor_bytes + 1)  # it may have grown since stat
     except OSError as exc:
-        raise ProfileError(f"{origin} cannot be read: {exc}", path) from exc
+        raise ProfileError(f"{origin} cannot be read: {exc}", path=str(path)) from exc
     check_size(origin, len(data), limits.max_descriptor_bytes, "max_descriptor_bytes")
     return data
 
@@ -560,7 +560,7 @@ def _resolve(name_or_path: str | Path) -> Path:
     candidate = _builtin_dir() / f"{text}.toml"
     if not candidate.is_file():
         known = ", ".join(available_profiles())
-        raise ProfileError(f"unknown board profile {text!r} (built-in: {known})", text)
+        raise ProfileError(f"unknown board profile {text!r} (built-in: {known})", profile=text)
     return candidate
 
 
@@ -585,16 +585,16 @@ def decode_untrusted(
     *,
     limits: Limits,
     error: type[ConfigurationError],
-    subject: object = None,
+    path: str | None = None,
 ) -> str:
     """``data`` as text: its size checked against ``limits.max_descriptor_bytes`` first, then
     decoded as strict UTF-8 (a leading byte-order mark is dropped).
 
     Raises :class:`InputLimitError` naming ``origin`` and the limit for too much data, and
     ``error`` naming ``origin`` and the offset of the first bad byte (or character, for text
-    holding lone surrogates); its ``subject`` is ``subject``, else ``origin``.
+    holding lone surrogates); its ``path`` is ``path``, else ``origin``.
     """
-    about = origin if subject is None else subject
+    about = origin if path is None else path
     limit = limits.max_descriptor_bytes
     if isinstance(data, str):
         check_size(origin, len(data), limit, "max_descriptor_bytes")  # UTF-8 is no shorter
@@ -604,7 +604,7 @@ def decode_untrusted(
             raise error(
                 f"{origin} is not valid UTF-8: character {exc.start} is {exc.object[exc.start]!r}"
                 f" ({exc.reason})",
-                about,
+                path=about,
             ) from exc
         check_size(origin, size, limit, "max_descriptor_bytes")
         text = data
@@ -617,10 +617,10 @@ def decode_untrusted(
             raise error(
                 f"{origin} is not valid UTF-8 at byte offset {exc.start} "
                 f"(bytes {bad.hex(' ')}: {exc.reason})",
-                about,
+                path=about,
             ) from exc
     else:
-        raise error(f"{origin} must be str or bytes, got {type(data).__name__}", about)
+        raise error(f"{origin} must be str or bytes, got {type(data).__name__}", path=about)
     return text.removeprefix("\ufeff")
 
 
@@ -676,7 +676,8 @@ def check_toml_tree(table: dict[str, Any], origin: str, *, limits: Limits) -> No
                 raise InputLimitError(
                     f"{origin}: key {shown(key, _SHOWN_KEY_CHARS)} nests {depth} levels deep, "
                     f"over the limit of {limits.max_depth} (Limits.max_depth)",
-                    key,
+                    path=origin,
+                    value=key,
                 )
             items = value.items() if isinstance(value, dict) else enumerate(value)
             stack.extend((child, (path, name), depth + 1) for name, child in items)
@@ -687,7 +688,8 @@ def check_toml_tree(table: dict[str, Any], origin: str, *, limits: Limits) -> No
             raise InputLimitError(
                 f"{origin}: key {shown(key, _SHOWN_KEY_CHARS)} holds a number of more than "
                 f"{limits.max_number_digits} digits (Limits.max_number_digits)",
-                key,
+                path=origin,
+                value=key,
             )
 
 
@@ -697,28 +699,28 @@ def load_untrusted_toml(
     *,
     limits: Limits,
     error: type[ConfigurationError],
-    subject: object = None,
+    path: str | None = None,
 ) -> dict[str, Any]:
-    """Parse TOML from outside: ``error`` naming ``origin`` for bad TOML (its ``subject`` is
-    ``subject``, else ``origin``), :class:`InputLimitError` naming ``origin`` and the key for
+    """Parse TOML from outside: ``error`` naming ``origin`` for bad TOML (its ``path`` is
+    ``path``, else ``origin``), :class:`InputLimitError` naming ``origin`` and the key for
     nesting or numbers over ``limits`` (:func:`check_toml_tree`). The original exception is
     chained.
     """
-    about = origin if subject is None else subject
+    about = origin if path is None else path
     parse_float = functools.partial(_bounded_float, limits.max_number_digits)
     try:
         table = tomllib.loads(text, parse_float=parse_float)
     except tomllib.TOMLDecodeError as exc:
-        raise error(f"{origin} is not valid TOML: {exc}", about) from exc
+        raise error(f"{origin} is not valid TOML: {exc}", path=about) from exc
     except RecursionError as exc:  # tomllib recurses once per nested array or inline table
         raise InputLimitError(
             f"{origin} nests arrays or inline tables too deeply to parse (far over the limit "
             f"of {limits.max_depth}, Limits.max_depth)",
-            origin,
+            path=origin,
         ) from exc
     except ValueError as exc:  # an integer past Python's int/str conversion limit
         _name_the_long_number(text, origin, limits, exc)
-        raise error(f"{origin} is not valid TOML: {exc}", about) from exc
+        raise error(f"{origin} is not valid TOML: {exc}", path=about) from exc
     check_toml_tree(table, origin, limits=limits)
     return table
 
@@ -734,6 +736,6 @@ def _name_the_long_number(text: str, origin: str, limits: Limits, exc: ValueErro
         probe = tomllib.loads(probe_text, parse_float=functools.partial(_bounded_float, digits))
         check_toml_tree(probe, origin, limits=limits)
     except InputLimitError as found:
-        raise InputLimitError(str(found), found.subject) from exc
+        raise InputLimitError(str(found), path=found.path, value=found.value) from exc
     except (ValueError, RecursionError):
         return

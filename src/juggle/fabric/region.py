@@ -152,10 +152,10 @@ class FpgaRegion:
         with self._guard:
             state, loaded, error = self._state, self._loaded, self._error
         if state is RegionState.PROGRAMMING:
-            raise RegionBusyError(f"region {self.name!r} is being programmed", self.name)
+            raise RegionBusyError(f"region {self.name!r} is being programmed", region=self.name)
         if loaded is None:
             why = f"ERROR after a failed program ({error})" if error else "EMPTY"
-            raise RegionEmptyError(f"region {self.name!r} holds no design: {why}", self.name)
+            raise RegionEmptyError(f"region {self.name!r} holds no design: {why}", region=self.name)
         return loaded.window
 
     def program(
@@ -334,7 +334,9 @@ class _Taken:
     def __enter__(self) -> RegionState:
         region = self._region
         if not region._take_lock.acquire(blocking=False):
-            raise RegionBusyError(f"region {region.name!r} is busy being programmed", region.name)
+            raise RegionBusyError(
+                f"region {region.name!r} is busy being programmed", region=region.name
+            )
         with region._guard:
             self._before = region._state
             region._state = RegionState.PROGRAMMING

@@ -72,7 +72,7 @@ def kinds_of(family: str) -> tuple[str, ...]:
     if family in _LUT_FAMILIES:
         return LUT_KINDS[:4]
     known = ", ".join(_SLICE_FAMILIES + _LUT_FAMILIES)
-    raise ResourceError(f'"family" must be one of {known}, got {family!r}', family)
+    raise ResourceError(f'"family" must be one of {known}, got {family!r}', value=family)
 
 
 def _system(family: str) -> str:
@@ -106,17 +106,17 @@ class Resources:
             raise ResourceError(
                 f"at most {len(SLICE_KINDS)} positional counts ({', '.join(SLICE_KINDS)}), "
                 f"got {len(positional)}",
-                positional,
+                value=len(positional),
             )
         for kind, value in zip(SLICE_KINDS, positional, strict=False):
             if kind in counts:
-                raise ResourceError(f'"{kind}" given twice', kind)
+                raise ResourceError(f'"{kind}" given twice', value=kind)
             counts[kind] = value
         for kind in counts:
             if kind not in SLICE_KINDS and kind not in LUT_KINDS:
                 raise ResourceError(
                     f"{kind!r} is no resource kind (kinds: {', '.join(SLICE_KINDS + LUT_KINDS)})",
-                    kind,
+                    value=kind,
                 )
         if family is None:
             old = [k for k in counts if k in SLICE_KINDS]
@@ -124,8 +124,7 @@ class Resources:
             if old and new:
                 raise ResourceError(
                     f"resources mix the kinds of two families: {', '.join(old)} (slice-counted, "
-                    f"e.g. Virtex-II Pro) and {', '.join(new)} (LUT-counted, e.g. UltraScale+)",
-                    counts,
+                    f"e.g. Virtex-II Pro) and {', '.join(new)} (LUT-counted, e.g. UltraScale+)"
                 )
             family = ("xcup" if "uram" in counts else "xc7") if new else "xc2vp"
         kinds = kinds_of(family)
@@ -134,11 +133,13 @@ class Resources:
                 raise ResourceError(
                     f"{_label(family)} resources are counted in {', '.join(kinds)}: "
                     f"{kind!r} is not one of them",
-                    kind,
+                    value=kind,
                 )
         for kind, value in counts.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ResourceError(f'"{kind}" must be an integer >= 0, got {value!r}.', value)
+                raise ResourceError(
+                    f'"{kind}" must be an integer >= 0, got {value!r}.', value=value
+                )
         object.__setattr__(self, "_family", family)
         object.__setattr__(self, "_counts", tuple(int(counts.get(k, 0)) for k in kinds))
 
@@ -175,7 +176,7 @@ class Resources:
             raise ResourceError(
                 f"{_label(self._family)} resources are counted in {', '.join(kinds)}: "
                 f"{kind!r} is not one of them",
-                kind,
+                value=kind,
             )
         return self._counts[kinds.index(kind)]
 
@@ -257,8 +258,7 @@ class Resources:
             raise ResourceError(
                 f"resources counted in {_label(self._family)} kinds ({', '.join(self.kinds)}) "
                 f"cannot be compared with {_label(other._family)} kinds "
-                f"({', '.join(other.kinds)}): declare the figures in the region's kinds",
-                (self, other),
+                f"({', '.join(other.kinds)}): declare the figures in the region's kinds"
             )
         mine = self.kinds
         return mine + tuple(k for k in other.kinds if k not in mine)

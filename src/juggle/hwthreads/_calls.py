@@ -64,11 +64,14 @@ class ResourceTable:
             HandleError: no such handle, or it names another kind of object.
         """
         if not 0 <= handle < len(self._resources):
-            raise HandleError(f"handle {handle!r} is not in a table of {len(self)} objects", handle)
+            raise HandleError(
+                f"handle {handle!r} is not in a table of {len(self)} objects", handle=handle
+            )
         obj = self._resources[handle]
         if not isinstance(obj, kind):
             raise HandleError(
-                f"handle {handle} names a {type(obj).__name__}, not a {kind.__name__}", handle
+                f"handle {handle} names a {type(obj).__name__}, not a {kind.__name__}",
+                handle=handle,
             )
         return obj
 
@@ -370,7 +373,9 @@ class Busy(OsCall):
     def __post_init__(self) -> None:
         """Raises: HwThreadArgumentError: ``cycles`` is negative."""
         if self.cycles < 0:
-            raise HwThreadArgumentError(f'"cycles" must be >= 0, got {self.cycles!r}', self)
+            raise HwThreadArgumentError(
+                f'"cycles" must be >= 0, got {self.cycles!r}', value=self.cycles
+            )
 
 
 @dataclass(frozen=True, slots=True)

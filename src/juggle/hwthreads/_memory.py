@@ -45,7 +45,8 @@ class SharedMemory:
         """
         if size_bytes <= 0 or size_bytes % WORD_BYTES:
             raise HwThreadArgumentError(
-                f'"size_bytes" must be a positive multiple of 4, got {size_bytes!r}', size_bytes
+                f'"size_bytes" must be a positive multiple of 4, got {size_bytes!r}',
+                value=size_bytes,
             )
         self.name = name
         self.size_bytes = size_bytes
@@ -61,12 +62,12 @@ class SharedMemory:
     def _index(self, address: int, nwords: int) -> int:
         if address % WORD_BYTES or address < 0:
             raise HwThreadArgumentError(
-                f'"address" must be a non-negative multiple of 4, got {address!r}', address
+                f'"address" must be a non-negative multiple of 4, got {address!r}', value=address
             )
         if nwords < 0 or address + nwords * WORD_BYTES > self.size_bytes:
             raise HwThreadArgumentError(
                 f"access of {nwords} words at {address:#x} exceeds {self.size_bytes} bytes",
-                address,
+                value=address,
             )
         return address // WORD_BYTES
 
@@ -92,7 +93,7 @@ class SharedMemory:
             HwThreadArgumentError: unaligned, outside the memory, or not a 32-bit value.
         """
         if not 0 <= value <= 0xFFFF_FFFF:
-            raise HwThreadArgumentError(f'"value" must fit 32 bits, got {value!r}', value)
+            raise HwThreadArgumentError(f'"value" must fit 32 bits, got {value!r}', value=value)
         self._words[self._index(address, 1)] = value
         self._count(1, WORD_BYTES, 5)
 
@@ -115,9 +116,9 @@ class SharedMemory:
         """
         array = np.asarray(data)
         if array.ndim != 1:
-            raise HwThreadArgumentError(f'"data" must be 1-D, got shape {array.shape}', data)
+            raise HwThreadArgumentError(f'"data" must be 1-D, got shape {array.shape}')
         if array.size and array.dtype != np.uint32 and (array.min() < 0 or array.max() > 2**32 - 1):
-            raise HwThreadArgumentError('"data" holds values that do not fit 32 bits', data)
+            raise HwThreadArgumentError('"data" holds values that do not fit 32 bits')
         start = self._index(address, array.size)
         self._words[start : start + array.size] = array
         self._count(3, array.size * WORD_BYTES, 5)

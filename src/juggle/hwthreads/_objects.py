@@ -24,7 +24,9 @@ T = TypeVar("T")
 
 def _check_timeout(timeout: float | None) -> None:
     if timeout is not None and timeout < 0:
-        raise HwThreadArgumentError(f'"timeout" must be >= 0 or None, got {timeout!r}', timeout)
+        raise HwThreadArgumentError(
+            f'"timeout" must be >= 0 or None, got {timeout!r}', value=timeout
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +76,7 @@ class Mutex:
         """
         with self._lock:
             if self._owner is not None:
-                raise WouldBlock(f"mutex {self.name!r} is locked", self)
+                raise WouldBlock(f"mutex {self.name!r} is locked", os_object=self.name)
             self._owner = current_owner()
             self._locks += 1
 
@@ -94,7 +96,9 @@ class Mutex:
                 self._locks += 1
                 return True
             if self._owner == me:
-                raise MutexOwnerError(f"mutex {self.name!r} is already held by the caller", self)
+                raise MutexOwnerError(
+                    f"mutex {self.name!r} is already held by the caller", os_object=self.name
+                )
             waiter = self._waiters.enqueue(tag=me)
             self._contended += 1
         got = park_or_withdraw(self._lock, self._waiters, waiter, timeout, "mutex lock")
@@ -108,7 +112,9 @@ class Mutex:
         """
         with self._lock:
             if self._owner != current_owner():
-                raise MutexOwnerError(f"mutex {self.name!r} is not held by the caller", self)
+                raise MutexOwnerError(
+                    f"mutex {self.name!r} is not held by the caller", os_object=self.name
+                )
             waiter = self._waiters.pop_first()
             if waiter is None:
                 self._owner = None
@@ -163,7 +169,7 @@ class Semaphore:
             HwThreadArgumentError: ``value`` is negative.
         """
         if value < 0:
-            raise HwThreadArgumentError(f'"value" must be >= 0, got {value!r}', value)
+            raise HwThreadArgumentError(f'"value" must be >= 0, got {value!r}', value=value)
         self.name = name
         self._lock = threading.Lock()
         self._value = value
@@ -193,7 +199,7 @@ class Semaphore:
         """
         with self._lock:
             if self._value == 0:
-                raise WouldBlock(f"semaphore {self.name!r} is 0", self)
+                raise WouldBlock(f"semaphore {self.name!r} is 0", os_object=self.name)
             self._value -= 1
             self._waits += 1
 
@@ -263,7 +269,9 @@ class Condition:
         _check_timeout(timeout)
         with self._lock:
             if not self.mutex.owned_by_caller():
-                raise MutexOwnerError(f"condition {self.name!r}: mutex not held by caller", self)
+                raise MutexOwnerError(
+                    f"condition {self.name!r}: mutex not held by caller", os_object=self.name
+                )
             waiter = self._waiters.enqueue()
         self.mutex.unlock()
         try:
@@ -323,7 +331,9 @@ class Mailbox(Generic[T]):
             HwThreadArgumentError: ``capacity`` is below 1.
         """
         if capacity < 1:
-            raise HwThreadArgumentError(f'"capacity" must be >= 1, got {capacity!r}', capacity)
+            raise HwThreadArgumentError(
+                f'"capacity" must be >= 1, got {capacity!r}', value=capacity
+            )
         self.name = name
         self.capacity = capacity
         self._lock = threading.Lock()
@@ -367,7 +377,7 @@ class Mailbox(Generic[T]):
         """
         with self._lock:
             if not self._items:
-                raise WouldBlock(f"mailbox {self.name!r} is empty", self)
+                raise WouldBlock(f"mailbox {self.name!r} is empty", os_object=self.name)
             return self._take()
 
     def get(self, timeout: float | None = None) -> T:
@@ -392,7 +402,7 @@ class Mailbox(Generic[T]):
         """
         with self._lock:
             if not self._offer(item):
-                raise WouldBlock(f"mailbox {self.name!r} is full", self)
+                raise WouldBlock(f"mailbox {self.name!r} is full", os_object=self.name)
 
     def put(self, item: T, timeout: float | None = None) -> None:
         """Deposit ``item``, waiting in line while the mailbox is full.

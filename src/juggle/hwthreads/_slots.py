@@ -70,7 +70,7 @@ class FixedSlots:
         self._slots = tuple(slots)
         names = [slot.name for slot in self._slots]
         if len(set(names)) != len(names):
-            raise HwThreadArgumentError(f"slot names must be unique, got {names}", names)
+            raise HwThreadArgumentError(f"slot names must be unique, got {names}")
         self._lock = threading.Lock()
         self._busy: set[str] = set()
         self._acquisitions = 0
@@ -84,7 +84,7 @@ class FixedSlots:
             HwThreadArgumentError: ``count`` is negative.
         """
         if count < 0:
-            raise HwThreadArgumentError(f'"count" must be >= 0, got {count!r}', count)
+            raise HwThreadArgumentError(f'"count" must be >= 0, got {count!r}', value=count)
         kinds = frozenset(designs)
         return cls(ThreadSlot(f"{prefix}{i}", kinds) for i in range(count))
 
@@ -107,7 +107,7 @@ class FixedSlots:
         """
         with self._lock:
             if slot.name not in self._busy:
-                raise HwThreadArgumentError(f"slot {slot.name!r} is not held", slot)
+                raise HwThreadArgumentError(f"slot {slot.name!r} is not held", value=slot.name)
             self._busy.remove(slot.name)
 
     def statistics(self) -> SlotStatistics:

@@ -126,9 +126,11 @@ class ThreadDescription:
     def __post_init__(self) -> None:
         """Raises: HwThreadArgumentError: empty name or a body that is not callable."""
         if not self.name:
-            raise HwThreadArgumentError('"name" must be a non-empty string', self.name)
+            raise HwThreadArgumentError('"name" must be a non-empty string', value=self.name)
         if not callable(self.body):
-            raise HwThreadArgumentError(f'"body" must be callable, got {self.body!r}', self.body)
+            raise HwThreadArgumentError(
+                f'"body" must be callable, got {self.body!r}', thread=self.name
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +227,8 @@ class HardwareThread:
     def _set_state(self, new: ThreadState) -> None:
         if new not in TRANSITIONS[self._state]:
             raise ThreadStateError(
-                f"thread {self.name!r}: {self._state.name} -> {new.name} is not allowed", self
+                f"thread {self.name!r}: {self._state.name} -> {new.name} is not allowed",
+                thread=self.name,
             )
         self._state = new
         self._cond.notify_all()
@@ -243,7 +246,9 @@ class HardwareThread:
         """
         with self._cond:
             if self._state is not ThreadState.INIT:
-                raise ThreadStateError(f"start: thread {self.name!r} is {self._state.name}", self)
+                raise ThreadStateError(
+                    f"start: thread {self.name!r} is {self._state.name}", thread=self.name
+                )
             return self._launch(tier)
 
     def resume(self, tier: ThreadTier | None = None) -> ThreadTier:
@@ -263,7 +268,9 @@ class HardwareThread:
 
     def _require_suspended(self) -> None:
         if self._state is not ThreadState.SUSPENDED:
-            raise ThreadStateError(f"resume: thread {self.name!r} is {self._state.name}", self)
+            raise ThreadStateError(
+                f"resume: thread {self.name!r} is {self._state.name}", thread=self.name
+            )
 
     def suspend(self, timeout: float | None = None) -> ThreadState:
         """Ask the thread to stop at its next yield point and wait until it has.
@@ -278,9 +285,13 @@ class HardwareThread:
             if self._state in (ThreadState.RUNNING_HW, ThreadState.RUNNING_SW):
                 self._set_state(ThreadState.SUSPENDING)
             elif self._state is not ThreadState.SUSPENDING:
-                raise ThreadStateError(f"suspend: thread {self.name!r} is {self._state.name}", self)
+                raise ThreadStateError(
+                    f"suspend: thread {self.name!r} is {self._state.name}", thread=self.name
+                )
             if not self._cond.wait_for(lambda: self._state in _AT_REST, timeout):
-                raise OsCallTimeoutError(f"thread {self.name!r} did not reach a yield point", self)
+                raise OsCallTimeoutError(
+                    f"thread {self.name!r} did not reach a yield point", thread=self.name
+                )
             state = self._state
         self._join_driver(timeout)
         return state
@@ -294,11 +305,11 @@ class HardwareThread:
         """
         with self._cond:
             if not self._cond.wait_for(lambda: self._state in _FINAL, timeout):
-                raise OsCallTimeoutError(f"thread {self.name!r} did not end", self)
+                raise OsCallTimeoutError(f"thread {self.name!r} did not end", thread=self.name)
         self._join_driver(timeout)
         if self._state is ThreadState.FAILED:
             raise ThreadFailedError(
-                f"thread {self.name!r} failed: {self._error!r}", self
+                f"thread {self.name!r} failed: {self._error!r}", thread=self.name
             ) from self._error
         return self._result
 
@@ -315,7 +326,8 @@ class HardwareThread:
             slot = self.runtime.slots_acquire(self.priority, self.description.name)
             if slot is None and tier is ThreadTier.HARDWARE:
                 raise NoFreeSlotError(
-                    f"no free slot hosts design {self.description.name!r}", self.description.name
+                    f"no free slot hosts design {self.description.name!r}",
+                    design=self.description.name,
                 )
         actual = ThreadTier.SOFTWARE if slot is None else ThreadTier.HARDWARE
         port: Port
@@ -361,7 +373,9 @@ class HardwareThread:
         context = None if self._context is None else pickle.loads(self._context)
         body = self.description.body(context)
         if not inspect.isgenerator(body):
-            raise HwThreadArgumentError(f"body of {self.description.name!r} is no generator", body)
+            raise HwThreadArgumentError(
+                f"body of {self.description.name!r} is no generator", thread=self.description.name
+            )
         send: Any = None
         error: Exception | None = None
         while True:
@@ -396,7 +410,7 @@ class HardwareThread:
                     body.close()
                     return _Suspended(saved)
             else:
-                error = HwThreadArgumentError(f"thread body yielded {call!r}, not an OsCall", call)
+                error = HwThreadArgumentError(f"thread body yielded {call!r}, not an OsCall")
 
     def _take_signal(self) -> bool:
         with self._cond:

@@ -44,7 +44,9 @@ class HwTiming:
         for field in fields(self):
             value = getattr(self, field.name)
             if value <= 0:
-                raise HwThreadArgumentError(f'"{field.name}" must be > 0, got {value!r}', value)
+                raise HwThreadArgumentError(
+                    f'"{field.name}" must be > 0, got {value!r}', value=value
+                )
 
     def osif_request_cycles(self, words: int) -> int:
         """Cycles for the thread to hand a ``words``-word request to its OSIF."""

@@ -140,4 +140,4 @@ def park_or_withdraw(
         if waiter.done:  # served between the timeout and taking the lock
             return waiter.value
         queue.withdraw(waiter)
-    raise OsCallTimeoutError(f"{what} did not complete within timeout={timeout!r} s", timeout)
+    raise OsCallTimeoutError(f"{what} did not complete within timeout={timeout!r} s", value=timeout)

@@ -65,8 +65,7 @@ class ControlLoop:
         is no controller."""
         if controller is not None and not isinstance(controller, Controller):
             raise ControllerError(
-                f"{controller!r} is not a controller (needs name and decide(snapshot))",
-                subject=controller,
+                f"{controller!r} is not a controller (needs name and decide(snapshot))"
             )
         self.controller = controller
 
@@ -74,7 +73,7 @@ class ControlLoop:
         """``app`` has the focus; runs the controller once (as :meth:`control`). Raises
         :class:`ConfigurationError` for an ``app`` that is no string or None."""
         if app is not None and not isinstance(app, str):
-            raise ConfigurationError(f'"app" must be a string or None, got {app!r}', app)
+            raise ConfigurationError(f'"app" must be a string or None, got {app!r}', value=app)
         self.foreground = app
         return self.control(errors) if self.controller is not None else []
 

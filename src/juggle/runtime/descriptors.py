@@ -207,7 +207,7 @@ def _invalid(origin: str, exc: ValidationError) -> DescriptorError:
         f" (got {err.get('input')!r})"
         for err in exc.errors()
     )
-    return DescriptorError(f"invalid descriptor {origin}: {problems}", subject=origin)
+    return DescriptorError(f"invalid descriptor {origin}: {problems}", path=origin)
 
 
 _VERSION_NUMBERS: Final = re.compile(r"\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?")
@@ -222,7 +222,8 @@ def _check_version(version: object, origin: str, key: str, limits: Limits) -> No
         raise InputLimitError(
             f"{origin}: key {key!r} is {shown(version)}, a version with a number of more than "
             f"{limits.max_number_digits} digits (Limits.max_number_digits)",
-            key,
+            path=origin,
+            value=key,
         )
 
 
@@ -268,14 +269,15 @@ def _xml_int(value: str, origin: str, key: str, limits: Limits) -> int:
         raise InputLimitError(
             f"{origin}: attribute {key!r} is {shown(value)}, a number of more than "
             f"{limits.max_number_digits} digits (Limits.max_number_digits)",
-            key,
+            path=origin,
+            value=key,
         )
     try:
         return int(value)
     except ValueError as exc:
         raise DescriptorError(
             f"{origin}: bad <resources>: {key!r} must be an integer, got {shown(value)}",
-            subject=origin,
+            path=origin,
         ) from exc
 
 
@@ -283,7 +285,7 @@ def _xml_service(elem: ET.Element, origin: str, limits: Limits) -> dict[str, Any
     interface = elem.get("interface")
     if not interface:
         raise DescriptorError(
-            f"{origin}: <accelerated-service> without an interface attribute", subject=origin
+            f"{origin}: <accelerated-service> without an interface attribute", path=origin
         )
     service: dict[str, Any] = {"interfaces": [interface]}
     software = _text(_child(elem, "java-service")) or _text(_child(elem, "software-service"))
@@ -319,14 +321,14 @@ def _xml_service(elem: ET.Element, origin: str, limits: Limits) -> dict[str, Any
                 raise DescriptorError(
                     f"{origin}: <service-properties> holds <{_local(entry.tag)}>, "
                     "expected <entry key=... value=...>",
-                    subject=origin,
+                    path=origin,
                 )
             key = str(entry.get("key"))
             if key in entries:
                 raise DescriptorError(
                     f"{origin}: <service-properties> of {shown(interface)} has two entries "
                     f"with key {shown(key)}",
-                    subject=origin,
+                    path=origin,
                 )
             entries[key] = entry.get("value", "")
         service["properties"] = entries
@@ -337,7 +339,8 @@ def _xml_service(elem: ET.Element, origin: str, limits: Limits) -> dict[str, Any
                 f"{origin}: attribute 'ranking' of {shown(interface)} is {shown(ranking)}, a "
                 f"number of more than {limits.max_number_digits} digits "
                 "(Limits.max_number_digits)",
-                "ranking",
+                path=origin,
+                value="ranking",
             )
         service["ranking"] = ranking
     return service
@@ -360,7 +363,8 @@ class _DepthBoundTarget:
             raise InputLimitError(
                 f"{self._origin}: element <{_local(tag)[:80]}> nests {self._depth} "
                 f"levels deep, over the limit of {self._limit} (Limits.max_depth)",
-                _local(tag),
+                path=self._origin,
+                value=_local(tag),
             )
         return self._builder.start(tag, attrs)
 
@@ -380,8 +384,7 @@ def _refuse_other_encodings(origin: str, encoding: str | None) -> None:
     as UTF-8 already)."""
     if encoding is not None and encoding.strip().lower().replace("_", "-") not in _UTF8_NAMES:
         raise DescriptorError(
-            f"{origin} declares encoding {shown(encoding)}; descriptors must be UTF-8",
-            subject=origin,
+            f"{origin} declares encoding {shown(encoding)}; descriptors must be UTF-8", path=origin
         )
 
 
@@ -397,9 +400,9 @@ def _parse_xml(text: str, origin: str, limits: Limits) -> ET.Element:
         parser.feed(text)  # text, so expat reads UTF-8 whatever the declaration says
         root: ET.Element = parser.close()
     except ET.ParseError as exc:
-        raise DescriptorError(f"{origin} is not well-formed XML: {exc}", subject=origin) from exc
+        raise DescriptorError(f"{origin} is not well-formed XML: {exc}", path=origin) from exc
     except DefusedXmlException as exc:
-        raise DescriptorError(f"{origin} {_refusal(exc)}", subject=origin) from exc
+        raise DescriptorError(f"{origin} {_refusal(exc)}", path=origin) from exc
     return root
 
 
@@ -432,8 +435,7 @@ def parse_comodule_xml(
     root = _parse_xml(text, origin, limits)
     if _local(root.tag) != "co-module":
         raise DescriptorError(
-            f"{origin}: root element is <{_local(root.tag)}>, expected <co-module>",
-            subject=origin,
+            f"{origin}: root element is <{_local(root.tag)}>, expected <co-module>", path=origin
         )
     services_elem = _child(root, "accelerated-services")
     elems = [] if services_elem is None else list(services_elem)

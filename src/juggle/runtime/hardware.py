@@ -120,7 +120,7 @@ class GuardedWindow:
                 why = f"is cut off by the runtime: {self._why}"
             else:
                 why = "is not attached to its window (the core left the region)"
-            raise RegionEmptyError(f"the core of region {self.region!r} {why}", self.region)
+            raise RegionEmptyError(f"the core of region {self.region!r} {why}", region=self.region)
         return target
 
     def read32(self, offset: int) -> int:
@@ -149,7 +149,7 @@ class GuardedWindow:
             raise CoreTimeoutError(
                 f"core in region {self.region!r} did not finish: {reads} reads and no write "
                 f"for {self.timeout_s} s",
-                self.region,
+                region=self.region,
             )
 
     def attach(self, target: MMIO) -> None:
@@ -314,7 +314,7 @@ class HardwareCore:
             raise ModuleCodeError(
                 f"driver {getattr(driver_cls, '__name__', driver_cls)!r} failed to start in "
                 f"region {region!r}: {type(exc).__name__}: {exc}",
-                region,
+                region=region,
             ) from exc
         self.saves_context = has_core_context(self.driver)
         self.lock = threading.RLock()
@@ -343,7 +343,7 @@ class HardwareCore:
                     f"the core in region {self.region!r} holds state another consumer set "
                     f"and its driver cannot clear it (no save_context/restore_context): call "
                     f"{', '.join(sorted(foreign))} first",
-                    self.region,
+                    region=self.region,
                 )
             result = getattr(self.driver, name)(*args, **kwargs)
             self._foreign = foreign - {name}
@@ -459,7 +459,7 @@ class HardwareDevice:
         :class:`~juggle.errors.RegionEmptyError` (connected to no region)."""
         host, core = self.host, self.core
         if core is None:
-            raise RegionEmptyError(f"{self!r} is not connected to a region", self.consumer)
+            raise RegionEmptyError(f"{self!r} is not connected to a region")
         checkable = name not in _PORTABLE
         portable = checkable and has_context(core.driver)
         saved = _buffers(args)
@@ -504,7 +504,7 @@ class HardwareDevice:
             return False
         core = self.core
         if core is None:
-            raise RegionEmptyError(f"{self!r} is not connected to a region", self.consumer)
+            raise RegionEmptyError(f"{self!r} is not connected to a region")
         try:
             with core.lock:
                 if core.fault is None and core.owner is not self:
@@ -548,7 +548,8 @@ class HardwareDevice:
             raise HardwareFaultError(
                 f"service {self.host.service_id} ({self.host.interface_name}) failed in region "
                 f"{core.region!r} ({core.fault}) and has no software tier",
-                (self.host.service_id, core.region),
+                service_id=self.host.service_id,
+                region=core.region,
             )
         if count:
             self.host.count("fallbacks")

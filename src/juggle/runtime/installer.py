@@ -125,7 +125,8 @@ class Installer:
                     f"module {info.name!r} {info.version} from {str(source.location)!r} is "
                     f"installed already (id {module.module_id}, from "
                     f"{str(module.source.location)!r}); uninstall or update it",
-                    module.module_id,
+                    module=info.name,
+                    path=str(source.location),
                 )
 
     def _load_code(
@@ -160,7 +161,8 @@ class Installer:
                     raise UnknownInterfaceError(
                         f"{source.display(source.descriptor)}: unknown service interface "
                         f"{name!r} (not in the module, not a known interface)",
-                        subject=name,
+                        path=source.display(source.descriptor),
+                        interface=name,
                     ) from None
             interfaces.append(found)
         classes: dict[str, type] = {}
@@ -264,7 +266,9 @@ class Installer:
         for module in self._installed():
             if module_id_or_name in (module.module_id, module.name):
                 return module
-        raise UnknownModuleError(f"no installed module {module_id_or_name!r}", module_id_or_name)
+        raise UnknownModuleError(
+            f"no installed module {module_id_or_name!r}", module=str(module_id_or_name)
+        )
 
     def modules(self) -> tuple[ModuleSnapshot, ...]:
         """Snapshots of the installed modules."""
@@ -314,7 +318,7 @@ class Installer:
                 f"cannot stop module {module.name!r} (id {module.module_id}) from inside a "
                 "juggle (a driver or a hook that a juggle runs): stop it from another thread, "
                 "which waits for the juggle to end",
-                subject=module,
+                module=module.name,
             )
         module.state = ModuleState.STOPPING
         try:
@@ -329,7 +333,8 @@ class Installer:
         if descriptor.module.name != module.name:
             raise ModuleError(
                 f"update of {module.name!r} found module {descriptor.module.name!r}",
-                subject=str(source.location),
+                module=module.name,
+                path=str(source.location),
             )
         namespace, resolved = self._load_code(source, descriptor, module.namespace.package)
         old_namespace = module.namespace

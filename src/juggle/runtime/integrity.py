@@ -100,22 +100,21 @@ _MAX_SIGNATURE_FILE_BYTES = 1024
 def _normalize(relpath: object) -> str:
     """The canonical POSIX form of a module-relative path, or :class:`IntegrityError`."""
     if not isinstance(relpath, str):
-        raise IntegrityError(
-            f"module path must be a str, got {type(relpath).__name__} {relpath!r}", relpath
-        )
+        raise IntegrityError(f"module path must be a str, got {type(relpath).__name__} {relpath!r}")
     if "\x00" in relpath or "\\" in relpath:
         raise IntegrityError(
-            f"module path {relpath!r} contains a NUL or backslash; use POSIX '/' paths", relpath
+            f"module path {relpath!r} contains a NUL or backslash; use POSIX '/' paths",
+            path=relpath,
         )
     pure = PurePosixPath(relpath)
     if pure.is_absolute():
         raise IntegrityError(
-            f"module path {relpath!r} is absolute; it must be relative to the module", relpath
+            f"module path {relpath!r} is absolute; it must be relative to the module", path=relpath
         )
     if ".." in pure.parts:
-        raise IntegrityError(f"module path {relpath!r} leaves the module ('..')", relpath)
+        raise IntegrityError(f"module path {relpath!r} leaves the module ('..')", path=relpath)
     if not pure.parts:
-        raise IntegrityError(f"module path {relpath!r} names no file", relpath)
+        raise IntegrityError(f"module path {relpath!r} names no file", path=relpath)
     return "/".join(pure.parts)
 
 
@@ -123,7 +122,7 @@ def _resolve(path: Path, what: str) -> Path:
     try:
         return path.resolve()
     except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop (Python 3.11)
-        raise IntegrityError(f"cannot resolve {what} {str(path)!r}: {exc}", str(path)) from exc
+        raise IntegrityError(f"cannot resolve {what} {str(path)!r}: {exc}", path=str(path)) from exc
 
 
 def inside(root: Path, relpath: str) -> Path:
@@ -145,14 +144,14 @@ def inside(root: Path, relpath: str) -> Path:
                 raise IntegrityError(
                     f"module path {relpath!r} leaves the module {str(root)!r}: "
                     f"{link!r} is a symlink to {str(target)!r}",
-                    relpath,
+                    path=relpath,
                 )
     resolved = _resolve(real_root / rel, "module path")
     if not resolved.is_relative_to(real_root):  # defensive: the walk above catches this
         raise IntegrityError(
             f"module path {relpath!r} leaves the module {str(root)!r}: "
             f"it resolves to {str(resolved)!r}",
-            relpath,
+            path=relpath,
         )
     return resolved
 
@@ -171,7 +170,7 @@ def module_files(root: Path, *, limits: Limits = DEFAULT_LIMITS) -> list[str]:
     root = Path(root)
     real_root = _resolve(root, "module root")
     if not real_root.is_dir():
-        raise ModuleError(f"module {str(root)!r} is not a folder", str(root))
+        raise ModuleError(f"module {str(root)!r} is not a folder", path=str(root))
     found: list[str] = []
     visited = 0
 
@@ -180,7 +179,7 @@ def module_files(root: Path, *, limits: Limits = DEFAULT_LIMITS) -> list[str]:
             return target.stat() if entry.is_symlink() else entry.stat(follow_symlinks=False)
         except OSError as exc:
             raise IntegrityError(
-                f"cannot stat module path {rel!r} of {str(root)!r}: {exc}", rel
+                f"cannot stat module path {rel!r} of {str(root)!r}: {exc}", path=rel
             ) from exc
 
     def walk(folder: Path, prefix: str, ancestors: frozenset[Path]) -> None:
@@ -189,14 +188,15 @@ def module_files(root: Path, *, limits: Limits = DEFAULT_LIMITS) -> list[str]:
             raise InputLimitError(
                 f"module {str(root)!r}: folder {prefix!r} is nested deeper than "
                 f"{limits.max_depth} (Limits.max_depth)",
-                prefix,
+                path=str(root),
+                value=prefix,
             )
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
             raise IntegrityError(
                 f"cannot list folder {prefix or '.'!r} of module {str(root)!r}: {exc}",
-                prefix or ".",
+                path=prefix or ".",
             ) from exc
         for entry in entries:
             rel = prefix + entry.name
@@ -207,7 +207,7 @@ def module_files(root: Path, *, limits: Limits = DEFAULT_LIMITS) -> list[str]:
                 raise InputLimitError(
                     f"module {str(root)!r} has more than {limits.max_members:,} files and "
                     f"folders (Limits.max_members)",
-                    str(root),
+                    path=str(root),
                 )
             path = Path(entry.path)
             target = path
@@ -217,7 +217,7 @@ def module_files(root: Path, *, limits: Limits = DEFAULT_LIMITS) -> list[str]:
                     raise IntegrityError(
                         f"module path {rel!r} of {str(root)!r} is a symlink to "
                         f"{str(target)!r}, outside the module",
-                        rel,
+                        path=rel,
                     )
                 if not target.exists():
                     continue  # dangling inside the module (an editor lock): not a file
@@ -227,14 +227,14 @@ def module_files(root: Path, *, limits: Limits = DEFAULT_LIMITS) -> list[str]:
                     raise IntegrityError(
                         f"module path {rel!r} of {str(root)!r} is a symlink loop "
                         f"(back to {str(target)!r})",
-                        rel,
+                        path=rel,
                     )
                 walk(path, rel + "/", ancestors | {target})
                 continue
             if not stat.S_ISREG(info.st_mode):
                 raise IntegrityError(
                     f"module path {rel!r} of {str(root)!r} is not a regular file or folder",
-                    rel,
+                    path=rel,
                 )
             if rel.endswith(".pyc") or rel == SIGNATURE_FILE:
                 continue
@@ -242,7 +242,7 @@ def module_files(root: Path, *, limits: Limits = DEFAULT_LIMITS) -> list[str]:
                 rel.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise IntegrityError(
-                    f"module file name {rel!r} of {str(root)!r} is not valid UTF-8", rel
+                    f"module file name {rel!r} of {str(root)!r} is not valid UTF-8", path=rel
                 ) from exc
             found.append(_normalize(rel))  # a name with a backslash cannot be pinned
 
@@ -275,7 +275,7 @@ def _check_limit(path: Path, size: int, limit: _Limit) -> None:
     if limit is not None and size > limit[0]:
         raise InputLimitError(
             f"{str(path)!r} is {size:,} bytes, over the limit of {limit[0]:,} ({limit[1]})",
-            str(path),
+            path=str(path),
         )
 
 
@@ -284,11 +284,11 @@ def _open_regular(path: Path, limit: _Limit) -> BinaryIO:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise IntegrityError(f"cannot read {str(path)!r}: {exc}", str(path)) from exc
+        raise IntegrityError(f"cannot read {str(path)!r}: {exc}", path=str(path)) from exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise IntegrityError(f"{str(path)!r} is not a regular file", str(path))
+            raise IntegrityError(f"{str(path)!r} is not a regular file", path=str(path))
         _check_limit(path, info.st_size, limit)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -306,7 +306,7 @@ def _stream(path: Path, limit: _Limit, sink: Callable[[bytes], object]) -> None:
                 _check_limit(path, total, limit)  # the file may grow while it is read
                 sink(chunk)
         except OSError as exc:
-            raise IntegrityError(f"cannot read {str(path)!r}: {exc}", str(path)) from exc
+            raise IntegrityError(f"cannot read {str(path)!r}: {exc}", path=str(path)) from exc
 
 
 def _read_all(path: Path, limit: _Limit) -> bytes:
@@ -343,13 +343,13 @@ def sha256_of(
         except JuggleError:
             raise
         except Exception as exc:
-            raise IntegrityError(f"cannot read {source!r}: {exc}", source) from exc
+            raise IntegrityError(f"cannot read {source!r}: {exc}") from exc
         if not isinstance(data, bytes | bytearray | memoryview):
-            raise IntegrityError(f"{source!r} returned {type(data).__name__}, not bytes", source)
+            raise IntegrityError(f"{source!r} returned {type(data).__name__}, not bytes")
         digest.update(data)
         return digest.hexdigest()
     raise IntegrityError(
-        f"sha256_of needs a Path, bytes or a callable, got {type(source).__name__}", source
+        f"sha256_of needs a Path, bytes or a callable, got {type(source).__name__}"
     )
 
 
@@ -357,14 +357,14 @@ def _check_pin(name: str, expected: object) -> str:
     if not isinstance(expected, str) or not _SHA256_HEX.fullmatch(expected):
         raise IntegrityError(
             f"pin of {name!r} is not a lowercase hex sha256 (64 characters): {expected!r}",
-            name,
+            path=name,
         )
     return expected
 
 
-def _mismatch(what: str, subject: str, expected: str, actual: str) -> IntegrityError:
+def _mismatch(what: str, path: str, expected: str, actual: str) -> IntegrityError:
     return IntegrityError(
-        f"{what} does not match its pin: expected sha256 {expected}, got {actual}", subject
+        f"{what} does not match its pin: expected sha256 {expected}, got {actual}", path=path
     )
 
 
@@ -389,11 +389,11 @@ def verify_pins(
             if not isinstance(exc, IntegrityError):
                 raise
             raise IntegrityError(
-                f"pinned file {rel!r} of {origin} cannot be read: {exc}", rel
+                f"pinned file {rel!r} of {origin} cannot be read: {exc}", path=rel
             ) from exc
         except Exception as exc:
             raise IntegrityError(
-                f"pinned file {rel!r} of {origin} cannot be read: {exc}", rel
+                f"pinned file {rel!r} of {origin} cannot be read: {exc}", path=rel
             ) from exc
         actual = sha256_of(data)
         if actual != expected:
@@ -448,17 +448,17 @@ def _descriptor_of(folder: Path, action: str) -> Path:
     """The ``juggle.toml`` of the module folder ``folder`` (confined), or a ModuleError."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise ModuleError(f"{action}: {str(folder)!r} is not a module folder", str(folder))
+        raise ModuleError(f"{action}: {str(folder)!r} is not a module folder", path=str(folder))
     if not (folder / DESCRIPTOR_FILE).exists():
         xml = folder / "comodule.xml"
         if xml.exists():
             raise ModuleError(
                 f"{action} supports juggle.toml modules only; {str(xml)!r} is a co-module "
                 f"XML descriptor (convert it to {DESCRIPTOR_FILE})",
-                str(xml),
+                path=str(xml),
             )
         raise ModuleError(
-            f"{action}: no {DESCRIPTOR_FILE} in {str(folder)!r}", str(folder / DESCRIPTOR_FILE)
+            f"{action}: no {DESCRIPTOR_FILE} in {str(folder)!r}", path=str(folder / DESCRIPTOR_FILE)
         )
     return inside(folder, DESCRIPTOR_FILE)
 
@@ -471,14 +471,14 @@ def _toml_data(text: str, origin: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ModuleError(f"{origin} is not valid TOML: {exc}", origin) from exc
+        raise ModuleError(f"{origin} is not valid TOML: {exc}", path=origin) from exc
 
 
 def _decode(data: bytes, origin: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ModuleError(f"{origin} is not UTF-8: {exc}", origin) from exc
+        raise ModuleError(f"{origin} is not UTF-8: {exc}", path=origin) from exc
 
 
 def _scan_line(line: str, state: list[Any]) -> None:
@@ -524,7 +524,7 @@ def _first_header_key(line: str, origin: str) -> str:
         parsed = tomllib.loads(line.strip())
     except tomllib.TOMLDecodeError as exc:
         raise ModuleError(
-            f"{origin}: cannot read the table header {line.strip()!r}", origin
+            f"{origin}: cannot read the table header {line.strip()!r}", path=origin
         ) from exc
     return next(iter(parsed), "")
 
@@ -602,7 +602,7 @@ def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
             mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
         replace_file(path, data, mode)
     except OSError as exc:
-        raise ModuleError(f"cannot write {str(path)!r}: {exc}", str(path)) from exc
+        raise ModuleError(f"cannot write {str(path)!r}: {exc}", path=str(path)) from exc
 
 
 def lock_module(folder: Path, *, limits: Limits = DEFAULT_LIMITS) -> dict[str, str]:
@@ -633,11 +633,11 @@ def lock_module(folder: Path, *, limits: Limits = DEFAULT_LIMITS) -> dict[str, s
     try:
         after = tomllib.loads(new_text)
     except tomllib.TOMLDecodeError as exc:
-        raise ModuleError(f"{refused}: {exc}", origin) from exc
+        raise ModuleError(f"{refused}: {exc}", path=origin) from exc
     before.pop("pins", None)
     got = after.pop("pins", None)
     if before != after or got != pins:
-        raise ModuleError(refused, origin)
+        raise ModuleError(refused, path=origin)
     _write_atomic(descriptor, new_text.encode("utf-8"))
     return pins
 
@@ -663,7 +663,7 @@ def generate_key(private_path: Path) -> Path:
     for path in (private_path, public_path):
         if path.exists() or path.is_symlink():
             raise ConfigurationError(
-                f"key file {str(path)!r} exists already; not overwriting it", str(path)
+                f"key file {str(path)!r} exists already; not overwriting it", path=str(path)
             )
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(
@@ -682,7 +682,7 @@ def generate_key(private_path: Path) -> Path:
             os.chmod(path, mode)
         except OSError as exc:
             raise ConfigurationError(
-                f"cannot write key file {str(path)!r}: {exc}", str(path)
+                f"cannot write key file {str(path)!r}: {exc}", path=str(path)
             ) from exc
     return public_path
 
@@ -694,11 +694,12 @@ def _load_private_key(path: Path, password: bytes | None) -> Ed25519PrivateKey:
         key = serialization.load_pem_private_key(data, password=password)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise ConfigurationError(
-            f"{str(path)!r} is not a usable PEM private key: {exc}", str(path)
+            f"{str(path)!r} is not a usable PEM private key: {exc}", path=str(path)
         ) from exc
     if not isinstance(key, Ed25519PrivateKey):
         raise ConfigurationError(
-            f"{str(path)!r} holds a {type(key).__name__}, not an ed25519 private key", str(path)
+            f"{str(path)!r} holds a {type(key).__name__}, not an ed25519 private key",
+            path=str(path),
         )
     return key
 
@@ -708,11 +709,13 @@ def _read_key_file(path: Path) -> bytes:
         size = path.stat().st_size
         if size > _MAX_KEY_FILE_BYTES:
             raise ConfigurationError(
-                f"key file {str(path)!r} is {size:,} bytes: too large for a key", str(path)
+                f"key file {str(path)!r} is {size:,} bytes: too large for a key", path=str(path)
             )
         return path.read_bytes()
     except OSError as exc:
-        raise ConfigurationError(f"cannot read key file {str(path)!r}: {exc}", str(path)) from exc
+        raise ConfigurationError(
+            f"cannot read key file {str(path)!r}: {exc}", path=str(path)
+        ) from exc
 
 
 def sign_module(
@@ -735,7 +738,7 @@ def sign_module(
     data = _read_descriptor(descriptor, limits)
     table = _toml_data(_decode(data, origin), origin).get("pins", {})
     if not isinstance(table, dict):
-        raise SignatureError(f"cannot sign {origin}: 'pins' is not a table", origin)
+        raise SignatureError(f"cannot sign {origin}: 'pins' is not a table", path=origin)
     pins: dict[str, str] = {}
     for rel, digest in table.items():
         pins[rel] = _check_pin(rel, digest)
@@ -744,7 +747,7 @@ def sign_module(
         raise SignatureError(
             f"cannot sign {origin}: module file {missing[0]!r} is not pinned "
             f"({len(missing)} unpinned; run lock first)",
-            missing[0],
+            path=missing[0],
         )
     verify_pins(pins, folder_reader(folder), origin=f"module {str(folder)!r}")
     key = _load_private_key(Path(private_key_path), password)
@@ -760,7 +763,7 @@ def _public_key_from(data: bytes, what: str) -> Ed25519PublicKey:
     stripped = data.strip()
     if b"PRIVATE KEY" in stripped:
         raise ConfigurationError(
-            f"{what} is a private key; trust the public key (the .pub file) instead", what
+            f"{what} is a private key; trust the public key (the .pub file) instead", value=what
         )
     try:
         if stripped.startswith(b"ssh-"):
@@ -769,11 +772,11 @@ def _public_key_from(data: bytes, what: str) -> Ed25519PublicKey:
             key = serialization.load_pem_public_key(stripped)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise ConfigurationError(
-            f"{what} is neither a PEM or OpenSSH public key nor 32 raw bytes: {exc}", what
+            f"{what} is neither a PEM or OpenSSH public key nor 32 raw bytes: {exc}", value=what
         ) from exc
     if not isinstance(key, Ed25519PublicKey):
         raise ConfigurationError(
-            f"{what} holds a {type(key).__name__}, not an ed25519 public key", what
+            f"{what} holds a {type(key).__name__}, not an ed25519 public key", value=what
         )
     return key
 
@@ -789,8 +792,7 @@ def load_public_keys(
     """
     if isinstance(keys, str | bytes | Path) or not isinstance(keys, Sequence):
         raise ConfigurationError(
-            f"trusted keys must be a sequence of keys, got {type(keys).__name__} {keys!r}",
-            keys,
+            f"trusted keys must be a sequence of keys, got {type(keys).__name__} {keys!r}"
         )
     out: list[Ed25519PublicKey] = []
     for index, item in enumerate(keys):
@@ -805,7 +807,7 @@ def load_public_keys(
             raise ConfigurationError(
                 f"trusted key #{index} is a {type(item).__name__}: give a path, PEM bytes, "
                 f"32 raw bytes or an Ed25519PublicKey",
-                item,
+                value=index,
             )
     return out
 
@@ -824,29 +826,29 @@ def verify_signature(
     file, or "signature of X matches no trusted key".
     """
     if signature is None:
-        raise SignatureError(f"module {origin} is unsigned: no {SIGNATURE_FILE}", origin)
+        raise SignatureError(f"module {origin} is unsigned: no {SIGNATURE_FILE}", path=origin)
     if len(signature) > _MAX_SIGNATURE_FILE_BYTES:
         raise SignatureError(
             f"malformed signature file of {origin}: {len(signature):,} bytes, expected one "
             f"base64 line",
-            origin,
+            path=origin,
         )
     try:
         raw = base64.b64decode(signature.strip(), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise SignatureError(
-            f"malformed signature file of {origin}: not base64 ({exc})", origin
+            f"malformed signature file of {origin}: not base64 ({exc})", path=origin
         ) from exc
     if len(raw) != _SIGNATURE_BYTES:
         raise SignatureError(
             f"malformed signature file of {origin}: {len(raw)} bytes, an ed25519 signature "
             f"has {_SIGNATURE_BYTES}",
-            origin,
+            path=origin,
         )
     for key in trusted:
         if not isinstance(key, Ed25519PublicKey):
             raise SignatureError(
-                f"trusted key {key!r} is not an Ed25519PublicKey (use load_public_keys)", key
+                f"trusted key {key!r} is not an Ed25519PublicKey (use load_public_keys)"
             )
         try:
             key.verify(raw, descriptor_bytes)
@@ -854,4 +856,6 @@ def verify_signature(
             continue
         return fingerprint(key)
     known = ", ".join(fingerprint(k) for k in trusted) or "none configured"
-    raise SignatureError(f"signature of {origin} matches no trusted key (trusted: {known})", origin)
+    raise SignatureError(
+        f"signature of {origin} matches no trusted key (trusted: {known})", path=origin
+    )

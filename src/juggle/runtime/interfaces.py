@@ -132,9 +132,10 @@ class Arguments:
     ) -> ServiceArgumentError | None:
         """The error a call ``method(*args, **kwargs)`` is, or None when it fits.
 
-        ``method`` names the method in the message (``"EncryptionService.encrypt"``). The
-        error's subject is ``(method, argument)``: the keyword or parameter name at fault, or
-        for surplus positional arguments the 1-based position of the first one.
+        ``method`` names the method in the message and in the error's ``method``
+        (``"EncryptionService.encrypt"``); the error's ``argument`` is the keyword or parameter
+        name at fault, or for surplus positional arguments the 1-based position of the first
+        one.
         """
         n = len(args)
         if not self.varargs and n > self.positional:
@@ -145,7 +146,8 @@ class Arguments:
             return ServiceArgumentError(
                 f"{method}() takes {count}, {n} given (the {_ordinal(self.positional + 1)} is "
                 f"{_quote.repr(args[self.positional])}; {self.describe()})",
-                subject=(method, self.positional + 1),
+                method=method,
+                argument=self.positional + 1,
             )
         given = min(n, self.positional)  # parameters filled by position
         for key, value in kwargs.items():
@@ -162,13 +164,14 @@ class Arguments:
                     else f"an unexpected keyword argument {key!r}"
                 )
                 return ServiceArgumentError(
-                    f"{method}() got {what} (={_quote.repr(value)})", subject=(method, key)
+                    f"{method}() got {what} (={_quote.repr(value)})", method=method, argument=key
                 )
             if index < given:
                 return ServiceArgumentError(
                     f"{method}() got multiple values for argument {key!r} (positional "
                     f"{_quote.repr(args[index])}, keyword {_quote.repr(value)})",
-                    subject=(method, key),
+                    method=method,
+                    argument=key,
                 )
         missing = [
             name
@@ -181,7 +184,8 @@ class Arguments:
             return ServiceArgumentError(
                 f"{method}() missing {word} {', '.join(map(repr, missing))} "
                 f"({_plural(n, 'positional argument')}{given_kw} given; {self.describe()})",
-                subject=(method, missing[0]),
+                method=method,
+                argument=missing[0],
             )
         return None
 
@@ -249,7 +253,7 @@ class InterfaceCatalog:
         """Make ``interface`` resolvable as ``name``."""
         if not inspect.isclass(interface):
             raise UnknownInterfaceError(
-                f"interface {name!r} must be a class, got {interface!r}", subject=name
+                f"interface {name!r} must be a class, got {interface!r}", interface=name
             )
         self._known[name] = interface
 
@@ -260,11 +264,11 @@ class InterfaceCatalog:
             return found
         target = self._lazy.get(name)
         if target is None:
-            raise UnknownInterfaceError(f"unknown service interface {name!r}", subject=name)
+            raise UnknownInterfaceError(f"unknown service interface {name!r}", interface=name)
         module_name, _, attr = target.partition(":")
         interface = getattr(importlib.import_module(module_name), attr)
         if not isinstance(interface, type):
-            raise UnknownInterfaceError(f"{target!r} is not a class", subject=name)
+            raise UnknownInterfaceError(f"{target!r} is not a class", interface=name)
         self._known[name] = interface
         return interface
 

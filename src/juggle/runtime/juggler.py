@@ -88,8 +88,7 @@ class Juggler:
             isinstance(to_software, str | bytes) or not isinstance(to_software, Iterable)
         ):
             raise UnknownServiceError(
-                f'"to_software" must be service ids (a list), got {to_software!r:.80}',
-                to_software,
+                f'"to_software" must be service ids (a list), got {to_software!r:.80}'
             )
         leaving_ids = list(to_software)
         with self.lock:
@@ -198,7 +197,8 @@ class Juggler:
             raise TierUnavailableError(
                 f"service {service_id} ({m.interface_name}) has no {tier!r} tier "
                 f"(it has: {', '.join(m.tiers())})",
-                subject=tier,
+                service_id=service_id,
+                tier=tier,
             )
         if tier == Tier.HARDWARE:
             return self.juggle(to_hardware=service_id)
@@ -282,7 +282,9 @@ class Juggler:
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
-            raise ConfigurationError(f'"limit" must be an int >= 0 or None, got {limit!r}', limit)
+            raise ConfigurationError(
+                f'"limit" must be an int >= 0 or None, got {limit!r}', value=limit
+            )
         with self._history_lock:
             reports = tuple(self._history)
         if limit is None:

@@ -210,7 +210,7 @@ class JuggleSteps:
             if device_name(m) == device:
                 return m
         raise UnknownServiceError(
-            f"a juggle's action names device {device!r}: no such service", device
+            f"a juggle's action names device {device!r}: no such service", value=device
         )
 
     # -- the juggle's steps ------------------------------------------------------------------
@@ -271,7 +271,8 @@ class JuggleSteps:
             raise HardwareFaultError(
                 f"service {m.label}: the core in {region!r} failed while the state was carried "
                 f"onto it: {core.fault}",
-                (m.service_id, region),
+                service_id=m.service_id,
+                region=region,
             )
         self._drain(m, switched)
 
@@ -401,5 +402,5 @@ def _not_a_step(action: Action) -> UnknownActionError:
     """The error for ``action``, which :func:`juggle_actions` never writes into a juggle."""
     return UnknownActionError(
         f"a juggle's steps are Disconnect, Reconfigure and Connect; {action!r:.120} is none",
-        action,
+        value=type(action).__name__,
     )

@@ -82,11 +82,13 @@ class Version:
         for name in ("major", "minor", "micro"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise VersionFormatError(f'"{name}" must be an int >= 0, got {value!r}', value)
+                raise VersionFormatError(
+                    f'"{name}" must be an int >= 0, got {value!r}', value=value
+                )
         if not isinstance(self.qualifier, str) or not _QUALIFIER_RE.fullmatch(self.qualifier):
             raise VersionFormatError(
                 f'"qualifier" must be letters, digits, "_" or "-", got {self.qualifier!r}',
-                self.qualifier,
+                value=self.qualifier,
             )
 
     @classmethod
@@ -102,14 +104,14 @@ class Version:
         if match is None:
             shown = _shown(text) if isinstance(text, str) else repr(text)
             raise VersionFormatError(
-                f'"version" must read major[.minor[.micro[.qualifier]]], got {shown}', text
+                f'"version" must read major[.minor[.micro[.qualifier]]], got {shown}', value=text
             )
         major, minor, micro, qualifier = match.groups()
         if any(len(number or "") > limits.max_number_digits for number in (major, minor, micro)):
             raise VersionFormatError(
                 f'"version" {_shown(text)} has a number of more than '
                 f"{limits.max_number_digits} digits (Limits.max_number_digits)",
-                text,
+                value=text,
             )
         return cls(int(major), int(minor or 0), int(micro or 0), qualifier or "")
 
@@ -167,10 +169,14 @@ class Properties(Mapping[str, Any]):
         self._folded: dict[str, Any] = {}
         for key, value in (data or {}).items():
             if not isinstance(key, str) or not key:
-                raise PropertyError(f"property keys must be non-empty strings, got {key!r}", key)
+                raise PropertyError(
+                    f"property keys must be non-empty strings, got {key!r}", key=key
+                )
             folded = key.lower()
             if folded in self._folded:
-                raise PropertyError(f"property key {key!r} differs from another only in case", key)
+                raise PropertyError(
+                    f"property key {key!r} differs from another only in case", key=key
+                )
             self._data[key] = value
             self._folded[folded] = value
 
@@ -415,7 +421,7 @@ def parse_filter(text: str, *, limits: Limits = DEFAULT_LIMITS) -> Filter:
     levels, or comparing with a number of more than ``limits.max_number_digits`` digits.
     """
     if not isinstance(text, str):
-        raise FilterSyntaxError(f'"filter" must be a string, got {text!r}', text)
+        raise FilterSyntaxError(f'"filter" must be a string, got {text!r}', filter=text)
     _check_length(text, limits)
     return _parse_cached(text, limits)
 
@@ -430,7 +436,7 @@ def _check_length(text: str, limits: Limits) -> None:
         raise FilterSyntaxError(
             f"filter {_shown(text)} is {len(text):,} characters, over the limit of "
             f"{limits.max_filter_chars:,} (Limits.max_filter_chars)",
-            text,
+            filter=text,
         )
 
 
@@ -442,7 +448,7 @@ class _Parser:
 
     def __init__(self, text: str, limits: Limits) -> None:
         if not isinstance(text, str):
-            raise FilterSyntaxError(f'"filter" must be a string, got {text!r}', text)
+            raise FilterSyntaxError(f'"filter" must be a string, got {text!r}', filter=text)
         _check_length(text, limits)
         self.text = text
         self.pos = 0
@@ -451,7 +457,8 @@ class _Parser:
     def fail(self, problem: str, position: int | None = None) -> NoReturn:
         where = self.pos if position is None else position
         raise FilterSyntaxError(
-            f"filter {_shown(self.text)} is invalid at position {where}: {problem}", self.text
+            f"filter {_shown(self.text)} is invalid at position {where}: {problem}",
+            filter=self.text,
         )
 
     def peek(self) -> str:

@@ -37,7 +37,7 @@ class Lifecycle:
     def check_open(self) -> None:
         """Raise :class:`~juggle.errors.FrameworkClosedError` once closed."""
         if self.closed:
-            raise FrameworkClosedError("the framework is closed", self.owner)
+            raise FrameworkClosedError("the framework is closed")
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "closing" if self.closing else "open"

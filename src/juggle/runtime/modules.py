@@ -28,7 +28,6 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from juggle.errors import (
-    DescriptorError,
     InputLimitError,
     IntegrityError,
     JuggleError,
@@ -84,7 +83,7 @@ def code_error(module: str, doing: str, exc: BaseException, root: str = "") -> M
                 where = f" ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
             tb = tb.tb_next
     return ModuleCodeError(
-        f"module {module!r}: {doing} raised {type(exc).__name__}: {exc}{where}", module
+        f"module {module!r}: {doing} raised {type(exc).__name__}: {exc}{where}", module=module
     )
 
 
@@ -101,24 +100,24 @@ def check_constructor(cls: type, name: str, args: int) -> None:
         takes = "no arguments" if args == 0 else "the MMIO window as its one argument"
         raise UnknownClassError(
             f"class {name!r}: its constructor {cls.__name__}{signature} must take {takes} ({exc})",
-            subject=name,
+            class_name=name,
         ) from exc
 
 
 def check_class(cls: object, name: str, interface: type, *, args: int = -1) -> type:
     """``cls`` itself, once it is found to be a class with ``interface``'s methods whose
     constructor takes ``args`` positional arguments (-1: not checked; an implementation takes
-    0, a driver its MMIO window). Raises :class:`~juggle.errors.DescriptorError` (not a
-    class, methods missing) or :class:`UnknownClassError` (the constructor does not fit)."""
+    0, a driver its MMIO window). Raises :class:`UnknownClassError` naming ``name`` (not a
+    class, methods missing, or the constructor does not fit)."""
     if not isinstance(cls, type):
-        raise DescriptorError(f"{name!r} is not a class", subject=name)
+        raise UnknownClassError(f"{name!r} is not a class", class_name=name)
     if args >= 0:
         check_constructor(cls, name, args)
     missing = [m.name for m in interface_methods(interface) if not hasattr(cls, m.name)]
     if missing:
-        raise DescriptorError(
+        raise UnknownClassError(
             f"class {name!r} lacks method(s) {', '.join(missing)} of {interface.__name__}",
-            subject=name,
+            class_name=name,
         )
     return cls
 
@@ -159,19 +158,17 @@ class ModuleSource:
         the archive exceeds ``limits`` (size, members, declared sizes, compression ratio).
         """
         if not isinstance(path, str | os.PathLike):
-            raise ModuleError(
-                f'module "path" must be a str or path, got {type(path).__name__}', subject=path
-            )
+            raise ModuleError(f'module "path" must be a str or path, got {type(path).__name__}')
         text = os.fspath(path)
         if not isinstance(text, str) or "\x00" in text or not text:
-            raise ModuleError(f"module path {text!r} is empty or contains a NUL", subject=path)
+            raise ModuleError(f"module path {text!r} is empty or contains a NUL", path=text)
         try:
             location = Path(text).expanduser().resolve()
             exists, is_dir = location.exists(), location.is_dir()
         except (OSError, RuntimeError, ValueError) as exc:
-            raise ModuleError(f"module path {text!r} cannot be resolved: {exc}", path) from exc
+            raise ModuleError(f"module path {text!r} cannot be resolved: {exc}", path=text) from exc
         if not exists:
-            raise ModuleError(f"no module at {text!r}: path does not exist", subject=path)
+            raise ModuleError(f"no module at {text!r}: path does not exist", path=text)
         if is_dir:
             for name in DESCRIPTOR_NAMES:
                 if (location / name).is_file():
@@ -179,15 +176,14 @@ class ModuleSource:
             raise ModuleError(
                 f"no descriptor in {str(location)!r}: expected one of "
                 f"{', '.join(DESCRIPTOR_NAMES)}",
-                subject=path,
+                path=str(location),
             )
         if location.suffix in (".toml", ".xml"):
             return cls(location, location.parent, None, location.name, limits)
         if location.suffix == ".zip" or zipfile.is_zipfile(location):
             return cls._open_zip(location, limits)
         raise ModuleError(
-            f"{text!r} is neither a module folder, a .zip, nor a .toml/.xml descriptor",
-            subject=path,
+            f"{text!r} is neither a module folder, a .zip, nor a .toml/.xml descriptor", path=text
         )
 
     @classmethod
@@ -201,7 +197,7 @@ class ModuleSource:
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
             raise ModuleError(
                 f"archive {str(location)!r} cannot be read: {type(exc).__name__}: {exc}",
-                subject=location,
+                path=str(location),
             ) from exc
         members = _checked_members(location, infos, limits)
         names = set(members)
@@ -212,7 +208,7 @@ class ModuleSource:
         raise ModuleError(
             f"no descriptor in archive {str(location)!r}: expected one of "
             f"{', '.join(DESCRIPTOR_NAMES)} at its root or in one top folder",
-            subject=location,
+            path=str(location),
         )
 
     @property
@@ -230,9 +226,7 @@ class ModuleSource:
     def _member(self, relpath: str) -> str:
         clean = PurePosixPath(relpath)
         if not relpath or "\x00" in relpath or clean.is_absolute() or ".." in clean.parts:
-            raise IntegrityError(
-                f"file {relpath!r} must be a path inside the module", subject=relpath
-            )
+            raise IntegrityError(f"file {relpath!r} must be a path inside the module", path=relpath)
         return f"{self.zip_prefix or ''}{clean.as_posix()}"
 
     def exists(self, relpath: str) -> bool:
@@ -266,19 +260,19 @@ class ModuleSource:
                 with path.open("rb") as file:
                     data = file.read(maximum + 1)
             except OSError as exc:
-                raise ModuleError(f"cannot read {shown!r}: {exc}", subject=shown) from exc
+                raise ModuleError(f"cannot read {shown!r}: {exc}", path=shown) from exc
             check_size(shown, len(data), maximum, limit)  # it grew meanwhile
             return data
         info = self._members.get(member)
         if info is None:
-            raise ModuleError(f"archive has no file {shown!r}", subject=shown)
+            raise ModuleError(f"archive has no file {shown!r}", path=shown)
         check_size(shown, info.file_size, maximum, limit)
         try:
             with zipfile.ZipFile(self.root) as archive:
                 return archive.read(info)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
             raise ModuleError(
-                f"cannot read {shown!r} from the archive: {type(exc).__name__}: {exc}", shown
+                f"cannot read {shown!r} from the archive: {type(exc).__name__}: {exc}", path=shown
             ) from exc
 
     def load_bitstreams(
@@ -299,13 +293,14 @@ class ModuleSource:
                 raise MissingBitstreamError(
                     f"bitstream {relpath!r} for region {region!r} not found in module "
                     f"{str(self.location)!r}",
-                    subject=self.display(relpath),
+                    region=region,
+                    path=self.display(relpath),
                 )
             data = self.read_bytes(relpath)
             shown = self.display(relpath)
             pin = self.pins.get(relpath)
             if pin is not None and sha256_of(data) != pin:
-                raise IntegrityError(f"bitstream {shown!r} does not match its pin", shown)
+                raise IntegrityError(f"bitstream {shown!r} does not match its pin", path=shown)
             # any format tools write (.bit, headerless .bin/.bit.bin, .pdi)
             bitstream = parse_any(data, source=shown, limits=self.limits)
             target = region
@@ -366,7 +361,7 @@ class ModuleSource:
                 raise SignatureError(
                     f"{origin}: only juggle.toml modules can be signed, and trusted "
                     "signatures are required",
-                    origin,
+                    path=origin,
                 )
             signer = verify_signature(raw, self.signature(), trusted, origin)
         descriptor = self.load_descriptor(raw)
@@ -376,7 +371,7 @@ class ModuleSource:
                 raise SignatureError(
                     f"{origin}: signed, but file {missing[0]!r} is not pinned (run juggle "
                     "module lock, then sign again)",
-                    missing[0],
+                    path=missing[0],
                 )
         verify_pins(descriptor.pins, self.read_bytes, origin=origin)
         self.pins = dict(descriptor.pins)
@@ -394,13 +389,15 @@ def _checked_members(
         raise InputLimitError(
             f"archive {where!r} has {len(infos):,} members, over the limit of "
             f"{limits.max_members:,} (Limits.max_members)",
-            where,
+            path=where,
         )
     members: dict[str, zipfile.ZipInfo] = {}
     total = 0
     for info in infos:
         if info.filename in members:
-            raise ModuleError(f"archive {where!r} holds two members named {info.filename!r}", where)
+            raise ModuleError(
+                f"archive {where!r} holds two members named {info.filename!r}", path=where
+            )
         members[info.filename] = info
         shown = f"{where}/{info.filename}"
         check_size(shown, info.file_size, limits.max_bitstream_bytes, "max_bitstream_bytes")
@@ -411,7 +408,7 @@ def _checked_members(
                 f"{shown} expands {ratio:,.0f}-fold ({info.compress_size:,} to "
                 f"{info.file_size:,} bytes), over the limit of {limits.max_compression_ratio} "
                 "(Limits.max_compression_ratio)",
-                shown,
+                path=shown,
             )
     check_size(
         f"archive {where!r} unpacked", total, limits.max_unpacked_bytes, "max_unpacked_bytes"
@@ -448,7 +445,7 @@ class CodeNamespace:
             raise UnknownClassError(
                 f"{what} {dotted!r} must be written module.Class (a file or package of the "
                 "module, then the class)",
-                subject=dotted,
+                class_name=dotted,
             )
         target = f"{self.package}.{module_path}"
         try:
@@ -460,7 +457,7 @@ class CodeNamespace:
                 ) from exc
             raise UnknownClassError(
                 f"{what} {dotted!r}: the module has no code {module_path!r} ({exc})",
-                subject=dotted,
+                class_name=dotted,
             ) from exc
         except JuggleError:
             raise
@@ -472,7 +469,7 @@ class CodeNamespace:
             return getattr(module, attr)
         except AttributeError as exc:
             raise UnknownClassError(
-                f"{what} {dotted!r}: {module_path!r} defines no {attr!r}", subject=dotted
+                f"{what} {dotted!r}: {module_path!r} defines no {attr!r}", class_name=dotted
             ) from exc
 
     def unload(self) -> None:
@@ -568,7 +565,7 @@ class Module:
             raise ModuleStateError(
                 f"cannot {action} module {self.name!r} (id {self.module_id}): it is "
                 f"{self.state.value}",
-                subject=self,
+                module=self.name,
             )
 
     def start(self) -> None:

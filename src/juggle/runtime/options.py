@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from juggle.errors import ConfigurationError
+from juggle.errors import ConfigurationError, scalar
 from juggle.fabric.fabric import Fabric, open_fabric
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.runtime.hardware import (
@@ -48,13 +48,17 @@ BOUNDED_LOG = 100
 def positive_int(name: str, value: object, minimum: int = 1) -> None:
     """Raise :class:`ConfigurationError` unless ``value`` is an int >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigurationError(f'"{name}" must be an int >= {minimum}, got {value!r:.80}', value)
+        raise ConfigurationError(
+            f'"{name}" must be an int >= {minimum}, got {value!r:.80}', value=scalar(value)
+        )
 
 
 def positive_number(name: str, value: object) -> None:
     """Raise :class:`ConfigurationError` unless ``value`` is a number > 0."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ConfigurationError(f'"{name}" must be a number > 0, got {value!r:.80}', value)
+        raise ConfigurationError(
+            f'"{name}" must be a number > 0, got {value!r:.80}', value=scalar(value)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +110,11 @@ class FrameworkOptions:
         if self.trace_sample & (self.trace_sample - 1):
             raise ConfigurationError(
                 f'"trace_sample" must be a power of two >= 1, got {self.trace_sample!r}',
-                self.trace_sample,
+                value=self.trace_sample,
             )
         if not isinstance(self.limits, Limits):
             raise ConfigurationError(
-                f'"limits" must be a juggle.limits.Limits, got {type(self.limits).__name__}',
-                self.limits,
+                f'"limits" must be a juggle.limits.Limits, got {type(self.limits).__name__}'
             )
         if self.trusted_keys is not None:  # loaded once, kept as a tuple of key objects
             keys = tuple(load_public_keys(self.trusted_keys))
@@ -124,13 +127,13 @@ class FrameworkOptions:
         if self.hardware not in HARDWARE_KINDS:
             raise ConfigurationError(
                 f'"hardware" must be one of {", ".join(HARDWARE_KINDS)}, got {self.hardware!r:.80}',
-                self.hardware,
+                value=self.hardware,
             )
         if self.hardware == "rtl":
             if self.backend not in ("sim", "rtl"):
                 raise ConfigurationError(
                     f'hardware="rtl" runs on the simulated board, not backend {self.backend!r}',
-                    self.backend,
+                    value=self.backend,
                 )
             object.__setattr__(self, "backend", "rtl")
 
@@ -143,7 +146,7 @@ class FrameworkOptions:
             return fabric
         if not isinstance(fabric, str | Path):
             raise ConfigurationError(
-                f'"fabric" must be a profile name, a path or a Fabric, got {fabric!r:.80}', fabric
+                f'"fabric" must be a profile name, a path or a Fabric, got {fabric!r:.80}'
             )
         return open_fabric(fabric, backend=self.backend, pace=self.pace, **self.backend_options)
 

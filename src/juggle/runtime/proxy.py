@@ -60,7 +60,7 @@ def _implementation_failed(exc: BaseException, impl: object, method: str) -> Non
         module = module.split("_", 4)[-1]
     raise ModuleCodeError(
         f"module {module!r}: {cls.__qualname__}.{method}() raised {type(exc).__name__}: {exc}",
-        module,
+        module=module,
     ) from exc
 
 
@@ -155,7 +155,7 @@ class _Gone:
         def gone(*args: Any, **kwargs: Any) -> Any:
             raise ServiceUnavailableError(
                 f"service {self._service_id} ({self._interface}) has been unregistered",
-                subject=self._service_id,
+                service_id=self._service_id,
             )
 
         return gone
@@ -256,7 +256,7 @@ class ProxyBinding:
         return sum(s.inflight for s in [*self.draining, self.dispatcher.slot])
 
 
-def wait_drained(slot: Any, timeout_s: float, subject: object) -> None:
+def wait_drained(slot: Any, timeout_s: float, service_id: int) -> None:
     """Block until no call runs on ``slot``; :class:`DrainTimeoutError` after ``timeout_s``.
 
     The slot signals when its last call ends (``on_drained``), so the wait is one blocking
@@ -271,7 +271,7 @@ def wait_drained(slot: Any, timeout_s: float, subject: object) -> None:
             raise DrainTimeoutError(
                 f"{slot.inflight} call(s) still running on the {slot.tier} implementation "
                 f"after {timeout_s} s",
-                subject=subject,
+                service_id=service_id,
             )
     finally:
         slot.on_drained = None

@@ -29,6 +29,7 @@ from juggle.errors import (
     ServiceFactoryError,
     ServiceUnavailableError,
     UnknownServiceError,
+    scalar,
 )
 from juggle.runtime.ldapfilter import Filter, Properties, parse_filter
 
@@ -241,13 +242,13 @@ def _check_interfaces(interfaces: str | Sequence[str]) -> tuple[str, ...]:
     names = (interfaces,) if isinstance(interfaces, str) else interfaces
     if not isinstance(names, Sequence) or not names:
         raise RegistrationError(
-            f'"interfaces" must be a non-empty name or sequence of names, got {interfaces!r}',
-            interfaces,
+            f'"interfaces" must be a non-empty name or sequence of names, got {interfaces!r}'
         )
     for name in names:
         if not isinstance(name, str) or not name.strip():
             raise RegistrationError(
-                f'"interfaces" must hold non-empty strings, got {name!r} in {interfaces!r}', name
+                f'"interfaces" must hold non-empty strings, got {name!r} in {interfaces!r}',
+                value=name,
             )
     return tuple(dict.fromkeys(names))
 
@@ -267,14 +268,16 @@ def _check_properties(properties: Mapping[str, Any] | None) -> dict[str, Any]:
     if properties is None:
         return {}
     if not isinstance(properties, Mapping):
-        raise PropertyError(f'"properties" must be a mapping, got {properties!r}', properties)
+        raise PropertyError(f'"properties" must be a mapping, got {properties!r}')
     checked = Properties(properties)  # raises PropertyError on bad or case-duplicate keys
     return {key: _freeze(value) for key, value in checked.items()}
 
 
 def _check_ranking(ranking: object, name: str = "ranking") -> int:
     if isinstance(ranking, bool) or not isinstance(ranking, int):
-        raise PropertyError(f'"{name}" must be an int, got {ranking!r}', ranking)
+        raise PropertyError(
+            f'"{name}" must be an int, got {ranking!r}', key=name, value=scalar(ranking)
+        )
     return ranking
 
 
@@ -354,12 +357,12 @@ class Registry:
         """
         names = _check_interfaces(interfaces)
         if service is None:
-            raise RegistrationError(f'"service" must be an object, got None for {names!r}', names)
+            raise RegistrationError(f'"service" must be an object, got None for {names!r}')
         if module_id is not None and (
             isinstance(module_id, bool) or not isinstance(module_id, int)
         ):
             raise RegistrationError(
-                f'"module_id" must be an int or None, got {module_id!r}', module_id
+                f'"module_id" must be an int or None, got {module_id!r}', value=module_id
             )
         user = _check_properties(properties)
         rank = _check_ranking(ranking) or _ranking_in(user, 0)
@@ -428,7 +431,7 @@ class Registry:
         entry = self._entries.get(service_id)
         if entry is None or entry.state is not _State.REGISTERED:
             raise AlreadyUnregisteredError(
-                f"service {service_id} is already unregistered", service_id
+                f"service {service_id} is already unregistered", service_id=service_id
             )
         return entry
 
@@ -437,7 +440,7 @@ class Registry:
             entry = self._entries.get(service_id)
             if entry is None:
                 raise AlreadyUnregisteredError(
-                    f"service {service_id} is already unregistered", service_id
+                    f"service {service_id} is already unregistered", service_id=service_id
                 )
             return entry.reference
 
@@ -485,7 +488,7 @@ class Registry:
                 f"no service offers {interface!r} with filter {str(filter)!r}"
                 if filter is not None
                 else f"no service offers {interface!r}",
-                interface,
+                interface=interface,
             )
         return found
 
@@ -494,7 +497,9 @@ class Registry:
         with self._lock:
             entry = self._entries.get(service_id)
             if entry is None:
-                raise UnknownServiceError(f"no service with id {service_id!r}", service_id)
+                raise UnknownServiceError(
+                    f"no service with id {service_id!r}", service_id=service_id
+                )
             return entry.reference
 
     # -- using -------------------------------------------------------------------------------
@@ -527,7 +532,9 @@ class Registry:
                     entry.uses[consumer] = _Use(instance, 1)
                     return instance
             self._release(entry, consumer, instance)
-            raise UnknownServiceError(f"service {service_id} was unregistered", service_id)
+            raise UnknownServiceError(
+                f"service {service_id} was unregistered", service_id=service_id
+            )
 
     def _create(self, factory: ServiceFactory, consumer: str, entry: _Entry) -> object:
         try:
@@ -537,12 +544,12 @@ class Registry:
         except Exception as exc:
             raise ServiceFactoryError(
                 f"factory of service {entry.reference.service_id} failed for {consumer!r}: {exc}",
-                entry.reference,
+                service_id=entry.reference.service_id,
             ) from exc
         if instance is None:
             raise ServiceFactoryError(
                 f"factory of service {entry.reference.service_id} returned None for {consumer!r}",
-                entry.reference,
+                service_id=entry.reference.service_id,
             )
         return instance
 
@@ -592,7 +599,7 @@ class Registry:
     def _known(self, service_id: int) -> _Entry:
         entry = self._entries.get(service_id)
         if entry is None:
-            raise UnknownServiceError(f"no service with id {service_id!r}", service_id)
+            raise UnknownServiceError(f"no service with id {service_id!r}", service_id=service_id)
         return entry
 
     def _release(self, entry: _Entry, consumer: str, instance: object) -> None:
@@ -624,9 +631,11 @@ class Registry:
         :class:`FilterSyntaxError` for a filter that does not parse.
         """
         if not callable(callback):
-            raise RegistrationError(f'"callback" must be callable, got {callback!r}', callback)
+            raise RegistrationError(f'"callback" must be callable, got {callback!r}')
         if interface is not None and not isinstance(interface, str):
-            raise RegistrationError(f'"interface" must be a string, got {interface!r}', interface)
+            raise RegistrationError(
+                f'"interface" must be a string, got {interface!r}', value=interface
+            )
         listener = _Listener(callback, interface, _as_filter(filter))
         with self._lock:
             self._listeners.append(listener)

@@ -52,13 +52,13 @@ class PinnedFile:
             actual = sha256_of(self._read())
         except JuggleError as exc:
             raise IntegrityError(
-                f"pinned file {self.shown!r} cannot be checked: {exc}", self.shown
+                f"pinned file {self.shown!r} cannot be checked: {exc}", path=self.shown
             ) from exc
         if actual != self.digest:
             raise IntegrityError(
                 f"pinned file {self.shown!r} changed since install: sha256 {actual}, "
                 f"pinned {self.digest}",
-                self.shown,
+                path=self.shown,
             )
         self._seen = now
 

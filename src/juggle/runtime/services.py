@@ -70,7 +70,7 @@ def verify_property(properties: Mapping[str, Any]) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigurationError(
-            f"property {VERIFY_PROPERTY!r} must be an int >= 0, got {value!r:.80}", value
+            f"property {VERIFY_PROPERTY!r} must be an int >= 0, got {value!r:.80}", value=value
         )
     return value
 
@@ -232,7 +232,7 @@ class ManagedService:
             return self.instance
         if tier not in self.classes:
             raise TierUnavailableError(
-                f"service {self.label} has no {tier!r} tier", subject=self.service_id
+                f"service {self.label} has no {tier!r} tier", service_id=self.service_id
             )
         cls = self.classes[tier]
         try:
@@ -266,7 +266,7 @@ class ManagedService:
         core = self.core
         if core is None:
             raise TierUnavailableError(
-                f"service {self.label} is not loaded in the fabric", self.service_id
+                f"service {self.label} is not loaded in the fabric", service_id=self.service_id
             )
         key = consumer if self.per_consumer else ""
         device = self.devices.get(key)

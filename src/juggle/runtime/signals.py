@@ -101,7 +101,7 @@ class SignalChannel:
         """
         if kind not in _KINDS:
             valid = ", ".join(sorted(k.value for k in SignalKind))
-            raise TenancyError(f'"kind" must be one of {valid}; got {kind!r}', subject=kind)
+            raise TenancyError(f'"kind" must be one of {valid}; got {kind!r}', value=kind)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
@@ -192,6 +192,4 @@ def parse_model(model: str | ProgrammingModel) -> ProgrammingModel:
     for candidate in ProgrammingModel:
         if model == candidate.value:
             return candidate
-    raise ProgrammingModelError(
-        f'"model" must be "native" or "aware"; got {model!r}', subject=model
-    )
+    raise ProgrammingModelError(f'"model" must be "native" or "aware"; got {model!r}', value=model)

@@ -184,14 +184,15 @@ class FaultSupervisor:
                     raise SanityCheckError(
                         f"region {region!r} serves service {m.label}: "
                         f"take it out first (juggle(to_software=[{m.service_id}]))",
-                        subject=region,
+                        service_id=m.service_id,
+                        region=region,
                     )
             arbiter = self._juggling.arbiter
             holder = arbiter.holder(region)
             if holder is not None:
                 raise SanityCheckError(
                     f"region {region!r} is held by {holder}: it is not the runtime's to recover",
-                    subject=region,
+                    region=region,
                 )
             self._fabric.unload(region)
             waiting = [m for m in self._table.all() if m.quarantined == region]

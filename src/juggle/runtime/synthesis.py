@@ -44,7 +44,7 @@ def read_report(source: ModuleSource) -> dict[str, Resources]:
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ResourceError) as exc:
         raise DescriptorError(
             f"{shown}: not a synthesis report of juggle module build ({type(exc).__name__}: {exc})",
-            shown,
+            path=shown,
         ) from exc
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from juggle.core.tiers import Tier
-from juggle.errors import FabricError, ServiceUnavailableError, UnknownServiceError
+from juggle.errors import FabricError, ServiceUnavailableError, UnknownServiceError, scalar
 from juggle.fabric.fabric import Fabric
 from juggle.runtime.interfaces import InterfaceCatalog, short_name
 from juggle.runtime.proxy import ServiceProxy, binding_of
@@ -80,12 +80,12 @@ class ServiceTable:
                 else None
             )
         if managed is None:
-            hint = ""
+            message = f"no service with id {service_id!r:.80}"
+            if isinstance(service_id, int) and not isinstance(service_id, bool):
+                raise UnknownServiceError(message, service_id=service_id)
             if isinstance(service_id, ServiceProxy):
-                hint = f" (a proxy was passed: use its service_id, {service_id.service_id})"
-            raise UnknownServiceError(
-                f"no service with id {service_id!r:.80}{hint}", subject=service_id
-            )
+                message += f" (a proxy was passed: use its service_id, {service_id.service_id})"
+            raise UnknownServiceError(message, value=scalar(service_id))
         return managed
 
     def all(self) -> list[ManagedService]:
@@ -101,7 +101,8 @@ class ServiceTable:
         :class:`ServiceUnavailableError` when nothing matches."""
         if not isinstance(interface, str) or not interface:
             raise ServiceUnavailableError(
-                f'"interface" must be a non-empty string, got {interface!r:.80}', interface
+                f'"interface" must be a non-empty string, got {interface!r:.80}',
+                interface=interface,
             )
         refs = [
             ref
@@ -111,7 +112,7 @@ class ServiceTable:
         if not refs:
             where = f" matching {filter!r}" if filter else ""
             raise ServiceUnavailableError(
-                f"no service for interface {interface!r}{where}", subject=interface
+                f"no service for interface {interface!r}{where}", interface=interface
             )
         best = min(refs, key=lambda r: r.sort_key)
         return self.registry.get_service(best, consumer)
@@ -127,8 +128,7 @@ class ServiceTable:
         if not isinstance(proxy, ServiceProxy):
             raise UnknownServiceError(
                 f'"proxy" must be a proxy from get_service, got {type(proxy).__name__} '
-                f"{proxy!r:.80}",
-                subject=proxy,
+                f"{proxy!r:.80}"
             )
         return self.registry.unget_service(proxy.service_id, proxy.consumer)
 
@@ -139,7 +139,7 @@ class ServiceTable:
         found = self.find(proxy.service_id) if isinstance(proxy, ServiceProxy) else None
         if found is None or found.proxies.get(proxy.consumer) is not proxy:
             raise UnknownServiceError(
-                f'"proxy" must be a live proxy from get_service, got {proxy!r:.80}', proxy
+                f'"proxy" must be a live proxy from get_service, got {proxy!r:.80}'
             )
         binding = binding_of(proxy)
         return ProxyInfo(

@@ -106,6 +106,7 @@ from juggle.errors import (
     UnknownDeviceError,
     UnknownTenantError,
     WaitSignal,
+    scalar,
 )
 from juggle.runtime.hardware import GatedDevice, HardwareCore, VerifySchedule, device_class
 from juggle.runtime.proxy import StateRecord
@@ -434,32 +435,36 @@ class TenantArbiter:
         and the public priority (``LIVE_PRIORITY_LEVELS - 1`` for a real-time tenant)."""
         if not isinstance(name, str) or not name:
             raise InvalidConsumerError(
-                f'tenant "name" must be a non-empty string; got {name!r}', subject=name
+                f'tenant "name" must be a non-empty string; got {name!r}', value=scalar(name)
             )
         kind = parse_model(model)
         if name == SYSTEM_TENANT:
             raise InvalidConsumerError(
-                f"tenant name {name!r} is reserved for the framework's own placements",
-                subject=name,
+                f"tenant name {name!r} is reserved for the framework's own placements", value=name
             )
         if not isinstance(realtime, bool):
             raise PriorityError(
                 f'"realtime" of tenant {name!r} must be True or False; got {realtime!r}',
-                subject=realtime,
+                tenant=name,
+                value=scalar(realtime),
             )
         if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
-            raise PriorityError(f'"priority" must be an int; got {priority!r}', subject=priority)
+            raise PriorityError(
+                f'"priority" must be an int; got {priority!r}', value=scalar(priority)
+            )
         top = LIVE_PRIORITY_LEVELS - 1
         if priority is not None and not realtime and not 0 <= priority < top:
             raise PriorityError(
                 f'"priority" of general-purpose tenant {name!r} must be in 0..{top - 1}; got '
                 f"{priority}",
-                subject=priority,
+                tenant=name,
+                value=priority,
             )
         if priority is not None and realtime and priority != top:
             raise PriorityError(
                 f'"priority" of real-time tenant {name!r} must be {top}; got {priority}',
-                subject=priority,
+                tenant=name,
+                value=priority,
             )
         return kind, top if realtime else (priority or 0)
 
@@ -585,7 +590,7 @@ class TenantArbiter:
                     f"consumer {consumer!r} is not a tenant, and service {sid} "
                     f"({managed.interface_name}) is arbitrated among tenants: register it with "
                     "add_tenant() first",
-                    subject=consumer,
+                    consumer=consumer,
                 )
             svc = self._live_service(sid)
             gate = self._gate(consumer, svc)
@@ -657,7 +662,8 @@ class TenantArbiter:
                 raise WaitSignal(
                     f"WAIT: {gate.tenant}/{gate.device} is not connected; its request is "
                     "queued, READY follows on the tenant's signal channel",
-                    subject=(gate.tenant, gate.device),
+                    tenant=gate.tenant,
+                    device=gate.device,
                     service_id=svc.service_id,
                 )
             with self._cond:
@@ -669,7 +675,8 @@ class TenantArbiter:
                         raise DeviceWaitTimeoutError(
                             f"{gate.tenant}/{gate.device} waited {self._wait_timeout_s} s for "
                             "a region",
-                            subject=(gate.tenant, gate.device),
+                            tenant=gate.tenant,
+                            device=gate.device,
                         )
                     self._wait(remaining)
 
@@ -709,7 +716,8 @@ class TenantArbiter:
         return HardwareFaultError(
             f"service {svc.service_id} ({svc.interface}) failed in {where}, quarantined until "
             "recovered, and has no software tier",
-            (svc.service_id, regions[0]),
+            service_id=svc.service_id,
+            region=regions[0],
         )
 
     def _leave(self, gate: _Gate, core: HardwareCore) -> None:
@@ -1350,7 +1358,7 @@ class TenantArbiter:
         tenant = self._tenants.get(name)
         if tenant is None:
             known = ", ".join(self._tenants) or "none"
-            raise UnknownTenantError(f"unknown tenant {name!r} (tenants: {known})", subject=name)
+            raise UnknownTenantError(f"unknown tenant {name!r} (tenants: {known})", tenant=name)
         return tenant
 
     def _live_service(self, service_id: int) -> _Service:
@@ -1358,13 +1366,13 @@ class TenantArbiter:
         svc = self._services.get(service_id)
         if svc is None or svc.gone:
             raise ServiceUnavailableError(
-                f"service {service_id} has been stopped", subject=service_id
+                f"service {service_id} has been stopped", service_id=service_id
             )
         return svc
 
     def _check_open(self) -> None:
         if self._closed:
-            raise TenancyClosedError("the framework's tenant arbiter is closed", subject=self)
+            raise TenancyClosedError("the framework's tenant arbiter is closed")
 
     def _tenant_snapshot(self, t: _Tenant) -> TenantSnapshot:
         devices = []

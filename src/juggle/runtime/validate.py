@@ -23,7 +23,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from juggle.errors import (
-    DescriptorError,
     InputLimitError,
     ModuleCodeError,
     UnknownClassError,
@@ -83,17 +82,17 @@ class _Reader:
             assert self.folder is not None
             path = self.folder / rel
             if path.stat().st_size > self.limits.max_source_bytes:
-                raise InputLimitError(f"{shown} is over Limits.max_source_bytes", shown)
+                raise InputLimitError(f"{shown} is over Limits.max_source_bytes", path=shown)
             data = path.read_bytes()
         try:
             return ast.parse(data, filename=shown)
         except SyntaxError as exc:
             raise ModuleCodeError(
-                f"{shown}:{exc.lineno}: the module's code does not parse: {exc.msg}", shown
+                f"{shown}:{exc.lineno}: the module's code does not parse: {exc.msg}", path=shown
             ) from exc
         except (ValueError, RecursionError, MemoryError) as exc:
             raise ModuleCodeError(
-                f"{shown}: the module's code cannot be read: {exc}", shown
+                f"{shown}: the module's code cannot be read: {exc}", path=shown
             ) from exc
 
     def show(self, rel: str) -> str:
@@ -176,7 +175,7 @@ def _check_constructor(init: ast.FunctionDef | None, name: str, args: int) -> No
             raise UnknownClassError(
                 f"class {name!r}: its constructor must take the MMIO window as its one "
                 "argument; it takes none",
-                name,
+                class_name=name,
             )
         return
     params = [*init.args.posonlyargs, *init.args.args][1:]  # after self
@@ -187,7 +186,8 @@ def _check_constructor(init: ast.FunctionDef | None, name: str, args: int) -> No
         takes = "no arguments" if args == 0 else "the MMIO window as its one argument"
         shown = ", ".join(a.arg for a in params)
         raise UnknownClassError(
-            f"class {name!r}: its constructor __init__(self, {shown}) must take {takes}", name
+            f"class {name!r}: its constructor __init__(self, {shown}) must take {takes}",
+            class_name=name,
         )
 
 
@@ -204,22 +204,22 @@ def _check_class(
     rel = reader.locate(module_path) if module_path else None
     if rel is None:
         raise UnknownClassError(
-            f"{what} {dotted!r}: the module has no code {module_path!r}", subject=dotted
+            f"{what} {dotted!r}: the module has no code {module_path!r}", class_name=dotted
         )
     found = _find_class(reader, rel, attr, limits)
     if found is None:
         raise UnknownClassError(
             f"{what} {dotted!r}: {module_path!r} defines no class {attr!r} that can be read "
             "without running the module (try --import)",
-            subject=dotted,
+            class_name=dotted,
         )
     methods = _methods(found, limits)
     if interface is not None:
         missing = [m.name for m in interface_methods(interface) if m.name not in methods]
         if missing:
-            raise DescriptorError(
+            raise UnknownClassError(
                 f"class {dotted!r} lacks method(s) {', '.join(missing)} of {interface.__name__}",
-                subject=dotted,
+                class_name=dotted,
             )
     _check_constructor(methods.get("__init__"), dotted, args)
 

@@ -74,13 +74,14 @@ def _operand(name: str, value: object) -> int:
     # an __index__ method, looked up on the type (a runtime Protocol check costs ~5 µs a call)
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         raise OperandRangeError(
-            f'"{name}" must be an int, got {type(value).__name__} {value!r}', subject=value
+            f'"{name}" must be an int, got {type(value).__name__} {value!r}', argument=name
         )
     number = operator.index(cast("SupportsIndex", value))
     if not INT32_MIN <= number <= INT32_MAX:
         raise OperandRangeError(
             f'"{name}" must be a 32-bit int in [{INT32_MIN}, {INT32_MAX}], got {number}',
-            subject=number,
+            argument=name,
+            value=number,
         )
     return number
 
@@ -243,8 +244,7 @@ class _ArithDriver:
                 polls += 1
                 if polls >= self._max_polls:
                     raise CoreTimeoutError(
-                        f"{type(self).__name__}: core not DONE after {polls} status reads",
-                        subject=self._mmio,
+                        f"{type(self).__name__}: core not DONE after {polls} status reads"
                     )
             return to_int32(read(RESULT))
 

@@ -128,7 +128,7 @@ def _check_state(state: object) -> State:
     ):
         raise ServiceArgumentError(
             f'"state" must be (predictor in [-32768, 32767], step index in [0, 88]), got {state!r}',
-            subject=state,
+            argument="state",
         )
     return state[0], state[1]
 
@@ -141,7 +141,7 @@ def _as_bytes(data: object) -> ByteData:
         return memoryview(data).cast("B")  # type: ignore[arg-type]
     except TypeError:
         raise ServiceArgumentError(
-            f'"data" must be bytes-like, got {type(data).__name__}', subject=data
+            f'"data" must be bytes-like, got {type(data).__name__}', argument="data"
         ) from None
 
 
@@ -197,7 +197,7 @@ def encode_ima_adpcm(samples: Iterable[int] | np.ndarray[Any, Any], state: State
     values = [int(v) for v in samples]
     if any(not _PCM_MIN <= v <= _PCM_MAX for v in values):
         bad = next(v for v in values if not _PCM_MIN <= v <= _PCM_MAX)
-        raise ServiceArgumentError(f"samples must be 16-bit, got {bad}", subject=bad)
+        raise ServiceArgumentError(f"samples must be 16-bit, got {bad}", value=bad)
     if len(values) % 2:
         values.append(values[-1])
     pred, index = _check_state(state)
@@ -239,8 +239,7 @@ def sine_sweep(
     if seconds <= 0 or rate <= 0 or f0 <= 0 or f1 <= 0 or not 0 < amplitude <= 1:
         raise ServiceArgumentError(
             f"sine_sweep needs seconds, rate, f0, f1 > 0 and 0 < amplitude <= 1, got "
-            f"seconds={seconds}, rate={rate}, f0={f0}, f1={f1}, amplitude={amplitude}",
-            subject=(seconds, rate, f0, f1, amplitude),
+            f"seconds={seconds}, rate={rate}, f0={f0}, f1={f1}, amplitude={amplitude}"
         )
     t = np.arange(round(seconds * rate)) / rate
     k = np.log(f1 / f0) / seconds
@@ -455,9 +454,7 @@ class AdpcmDriver(DecoderService):
         while read(STATUS) & STATUS_BUSY:
             polls += 1
             if polls >= self._max_polls:
-                raise CoreTimeoutError(
-                    f"AdpcmDriver: core still BUSY after {polls} status reads", subject=self._mmio
-                )
+                raise CoreTimeoutError(f"AdpcmDriver: core still BUSY after {polls} status reads")
 
     def decode(self, data: ByteData) -> bytes:
         """Decode on the core, one 32-bit word (8 codes) at a time.
@@ -550,7 +547,8 @@ class AdpcmDriver(DecoderService):
         if not isinstance(data, bytes | bytearray):
             raise ServiceArgumentError(
                 f'AdpcmDriver.restore_context: "data" must be bytes, got {type(data).__name__}',
-                subject=data,
+                method="AdpcmDriver.restore_context",
+                argument="data",
             )
         if not data:
             return None
@@ -558,7 +556,7 @@ class AdpcmDriver(DecoderService):
             raise ServiceStateError(
                 f"AdpcmDriver.restore_context: a context is {_DRIVER_CONTEXT.size} bytes "
                 f"(version {CONTEXT_VERSION}) or empty, got {len(data)} bytes",
-                subject=data,
+                method="restore_context",
             )
         version, reserved, predictor, index = _DRIVER_CONTEXT.unpack(data)
         if version != CONTEXT_VERSION or reserved or index > _MAX_INDEX:
@@ -566,7 +564,7 @@ class AdpcmDriver(DecoderService):
                 f"AdpcmDriver.restore_context: malformed context (version {version}, "
                 f"expected {CONTEXT_VERSION}; reserved {reserved:#04x}; step index {index}, "
                 f"at most {_MAX_INDEX})",
-                subject=data,
+                method="restore_context",
             )
         return predictor, index
 

@@ -24,16 +24,20 @@ def check_png(path: Path) -> Path:
     .png, names a folder, or its folder does not exist or is not a folder.
     """
     if path.suffix.lower() != ".png":
-        raise ConfigurationError(f'"--plot" must name a .png file, got {str(path)!r}', path)
+        raise ConfigurationError(
+            f'"--plot" must name a .png file, got {str(path)!r}', path=str(path)
+        )
     if path.is_dir():
-        raise ConfigurationError(f'"--plot" {str(path)!r} is a folder, not a file', path)
+        raise ConfigurationError(f'"--plot" {str(path)!r} is a folder, not a file', path=str(path))
     folder = path.parent
     if not folder.exists():
         raise ConfigurationError(
-            f'folder {str(folder)!r} of "--plot" {str(path)!r} does not exist', path
+            f'folder {str(folder)!r} of "--plot" {str(path)!r} does not exist', path=str(path)
         )
     if not folder.is_dir():
-        raise ConfigurationError(f'{str(folder)!r} of "--plot" {str(path)!r} is not a folder', path)
+        raise ConfigurationError(
+            f'{str(folder)!r} of "--plot" {str(path)!r} is not a folder', path=str(path)
+        )
     return path
 
 
@@ -50,7 +54,7 @@ def save_png(fig: Figure, path: Path, *, dpi: int = 120) -> Path:
         fig.savefig(path, dpi=dpi, format="png")
     except OSError as exc:
         raise ConfigurationError(
-            f'cannot write "--plot" {str(path)!r}: {exc.strerror or exc}', path
+            f'cannot write "--plot" {str(path)!r}: {exc.strerror or exc}', path=str(path)
         ) from exc
     finally:
         plt.close(fig)

@@ -224,16 +224,18 @@ class LeonProfile:
             if kind not in INSTRUCTION_COSTS:
                 raise ConfigurationError(
                     f"unknown instruction class {kind!r} (one of: {', '.join(INSTRUCTION_COSTS)})",
-                    kind,
+                    value=kind,
                 )
             if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles < 0:
                 raise ConfigurationError(
-                    f'"costs[{kind!r}]" must be an int >= 0, got {cycles!r}', cycles
+                    f'"costs[{kind!r}]" must be an int >= 0, got {cycles!r}', value=cycles
                 )
         for name in ("kvm_factor", "kni_cycles", "coprocessor_cycles", "java_bits_per_s"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and value > 0):
-                raise ConfigurationError(f'"{name}" must be > 0 or None, got {value!r}', value)
+                raise ConfigurationError(
+                    f'"{name}" must be > 0 or None, got {value!r}', value=value
+                )
 
 
 # -- the C core: operation counts of the reference code ----------------------------------------

@@ -58,7 +58,7 @@ class ModelMap:
         if self._file is not None:
             return self._file.read32(off)
         if self._closed:
-            raise RegionEmptyError("closed", self.path)
+            raise RegionEmptyError("closed", path=self.path)
         self._now += 1_000_000
         return int(ModelMap.core.read(off, self._now))
 
@@ -67,7 +67,7 @@ class ModelMap:
             self._file.write32(off, value)
             return
         if self._closed:
-            raise RegionEmptyError("closed", self.path)
+            raise RegionEmptyError("closed", path=self.path)
         self._now += 1_000_000
         ModelMap.core.write(off, value, self._now)
 

@@ -114,7 +114,7 @@ def test_bad_offsets_are_refused_naming_the_offset(backing: Path, off: Any, matc
     with GuardedMap(backing, PAGE, label="window 'rp0'") as regs:
         with pytest.raises(WindowAccessError, match=r"window 'rp0': " + match) as err:
             regs.read32(off)
-        assert err.value.subject == off
+        assert err.value.offset == (off if type(off) is int else None)
         with pytest.raises(WindowAccessError, match=match):
             regs.write32(off, 1)
         assert backing.read_bytes() == bytes(PAGE)  # nothing written
@@ -125,7 +125,7 @@ def test_bad_values_are_refused_naming_the_value(backing: Path, value: Any) -> N
     with GuardedMap(backing, PAGE) as regs:
         with pytest.raises(WindowAccessError, match=r'"value" must be') as err:
             regs.write32(0, value)
-        assert err.value.subject == value
+        assert (err.value.offset, err.value.value) == (0, value)
     assert backing.read_bytes() == bytes(PAGE)
 
 
@@ -138,7 +138,7 @@ def test_bad_lengths_offsets_and_paths_are_refused(backing: Path, tmp_path: Path
             GuardedMap(backing, PAGE, offset=offset)
     with pytest.raises(BackendError, match="cannot open .*nothing") as err:
         GuardedMap(tmp_path / "nothing", PAGE)
-    assert err.value.subject == str(tmp_path / "nothing")
+    assert err.value.path == str(tmp_path / "nothing")
     with pytest.raises(BackendError, match="cannot open .*Is a directory"):
         GuardedMap(tmp_path, PAGE)
     with pytest.raises(BackendError, match=r"cannot mmap 0x1000 bytes of '/dev/null'"):
@@ -169,7 +169,7 @@ def test_a_real_sigbus_raises_bus_fault_and_the_map_recovers(backing: Path) -> N
             r"32-bit read at offset 0x20 of .*regs",
         ) as err:
             regs.read32(0x20)
-        assert err.value.subject == (str(backing), 0x20)
+        assert (err.value.path, err.value.offset) == (str(backing), 0x20)
         assert isinstance(err.value, FabricError)
         with pytest.raises(BusFaultError, match="32-bit write at offset 0x24"):
             regs.write32(0x24, 1)

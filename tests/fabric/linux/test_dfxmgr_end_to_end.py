@@ -296,7 +296,7 @@ def test_a_slot_overlay_reaching_outside_the_window_is_refused_before_any_write(
         try:
             with pytest.raises(DfxPackageError, match=r"_i\.dtbo.*rm_comm_box.*outside") as err:
                 fw.install(module)
-            assert err.value.subject == (str(dtbo), "rm_comm_box@82000000/reg")
+            assert (err.value.path, err.value.field) == (str(dtbo), "rm_comm_box@82000000/reg")
             assert fw.modules() == ()
         finally:
             fw.close()

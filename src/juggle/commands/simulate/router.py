@@ -59,7 +59,9 @@ def edge_router(
     """The edge-router paper (SBCCI 2007) on the simulated virtex4-router board."""
     try:
         if not 0 < scale < math.inf:
-            raise ConfigurationError(f'"--scale" must be a finite number > 0, got {scale!r}', scale)
+            raise ConfigurationError(
+                f'"--scale" must be a finite number > 0, got {scale!r}', value=scale
+            )
         with progress_bar(f"edge-router {experiment}", silent=json_out or quiet) as progress:
             doc = run_edge_router(
                 experiment,

@@ -57,7 +57,7 @@ def tdes(
     try:
         if plot is not None:
             if energy:
-                raise ConfigurationError('"--plot" draws Fig 7; leave out --energy', plot)
+                raise ConfigurationError('"--plot" draws Fig 7; leave out --energy', path=str(plot))
             check_png(plot)
         doc = run_tdes_energy(hardware=hardware) if energy else run_tdes(hardware=hardware)
         if plot is not None:

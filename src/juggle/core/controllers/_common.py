@@ -44,14 +44,14 @@ def check_fraction(name: str, value: float, *, inclusive_zero: bool = False) -> 
     low_ok = value >= 0 if inclusive_zero else value > 0
     if not (low_ok and value <= 1):
         bound = "[0, 1]" if inclusive_zero else "(0, 1]"
-        raise ControllerError(f'"{name}" must be in {bound}, got {value!r}', value)
+        raise ControllerError(f'"{name}" must be in {bound}, got {value!r}', value=value)
     return float(value)
 
 
 def check_positive(name: str, value: float) -> float:
     """``value`` as float if > 0; raises :class:`~juggle.errors.ControllerError` otherwise."""
     if not value > 0:
-        raise ControllerError(f'"{name}" must be > 0, got {value!r}', value)
+        raise ControllerError(f'"{name}" must be > 0, got {value!r}', value=value)
     return float(value)
 
 

@@ -198,7 +198,7 @@ class AdaptiveController:
         try:
             self.fifo = FifoController(**dict(fifo or {}))
         except TypeError as exc:
-            raise ControllerError(f'bad "fifo" options {fifo!r}: {exc}', fifo) from exc
+            raise ControllerError(f'bad "fifo" options {fifo!r}: {exc}') from exc
         self.planner = (
             None
             if cost is None

@@ -58,7 +58,7 @@ class CostAwareController:
         if self.min_horizon_s > self.max_horizon_s:
             raise ControllerError(
                 f'"min_horizon_s" ({min_horizon_s!r}) exceeds "max_horizon_s" ({max_horizon_s!r})',
-                min_horizon_s,
+                value=min_horizon_s,
             )
         self.change = check_fraction("change", change)
         self.window = CallWindow(check_positive("window_s", window_s))

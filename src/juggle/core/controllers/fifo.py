@@ -61,7 +61,9 @@ class FifoController:
         self.threshold = check_fraction("threshold", threshold)
         self.low = check_fraction("low", low, inclusive_zero=True)
         if self.low >= self.threshold:
-            raise ControllerError(f'"low" ({low!r}) must be below "threshold" ({threshold!r})', low)
+            raise ControllerError(
+                f'"low" ({low!r}) must be below "threshold" ({threshold!r})', value=low
+            )
         self.rise = check_fraction("rise", rise)
         self.fallback_s = check_positive("fallback_s", fallback_s)
         self.watch = None if watch is None else tuple(watch)

@@ -39,11 +39,11 @@ class ManualController:
         """
         evict = tuple(to_software)
         if to_hardware is None and not evict:
-            raise ControllerError("a manual juggle needs to_hardware or to_software", evict)
+            raise ControllerError("a manual juggle needs to_hardware or to_software")
         if to_hardware is not None and to_hardware in evict:
             raise ControllerError(
                 f"service {to_hardware!r} cannot go to hardware and to software at once",
-                to_hardware,
+                value=to_hardware,
             )
         self._pending.append(JuggleAction(to_hardware, evict, reason))
 

@@ -160,7 +160,9 @@ class OracleController:
         timeline: Sequence[TimedJuggles] | None = None,
     ) -> None:
         if reconfig_us < 0:
-            raise ControllerError(f'"reconfig_us" must be >= 0, got {reconfig_us!r}', reconfig_us)
+            raise ControllerError(
+                f'"reconfig_us" must be >= 0, got {reconfig_us!r}', value=reconfig_us
+            )
         self.timeline = None if timeline is None else tuple(timeline)
         self._next = 0
         self.schedule: tuple[OraclePhase, ...] = ()
@@ -171,8 +173,7 @@ class OracleController:
         if schedule is None or cost is None:
             raise ControllerError(
                 'the oracle needs the future: pass "schedule" (phases of calls) and "cost" '
-                '(µs per call for a mix and a fabric content), or a "timeline" of juggles',
-                schedule,
+                '(µs per call for a mix and a fabric content), or a "timeline" of juggles'
             )
         self.schedule = tuple(schedule)
         ids = sorted({sid for p in self.schedule for sid in p.shares})

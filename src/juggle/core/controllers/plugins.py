@@ -73,11 +73,11 @@ class ControllerRegistry:
         """
         label = name or _label(plugin)
         if self._pm.is_registered(plugin) or self._pm.has_plugin(label):
-            raise PluginError(f"controller plugin {label!r} is already registered", plugin)
+            raise PluginError(f"controller plugin {label!r} is already registered", plugin=label)
         try:
             self._pm.register(plugin, name=label)
         except (pluggy.PluginValidationError, ValueError) as exc:
-            raise PluginError(f"controller plugin {label!r} refused: {exc}", plugin) from exc
+            raise PluginError(f"controller plugin {label!r} refused: {exc}", plugin=label) from exc
         try:
             self._pm.check_pending()
             classes = self._provided(plugin, label)
@@ -86,7 +86,7 @@ class ControllerRegistry:
             self._pm.unregister(plugin)
             if isinstance(exc, PluginError):
                 raise
-            raise PluginError(f"controller plugin {label!r} refused: {exc}", plugin) from exc
+            raise PluginError(f"controller plugin {label!r} refused: {exc}", plugin=label) from exc
         for cname, cls in zip(names, classes, strict=True):
             self._classes[cname] = (cls, label)
         return names
@@ -104,7 +104,7 @@ class ControllerRegistry:
                 loaded = entry.load()
             except Exception as exc:
                 raise PluginError(
-                    f"controller plugin {label!r} cannot be loaded: {exc}", entry
+                    f"controller plugin {label!r} cannot be loaded: {exc}", plugin=label
                 ) from exc
             if loaded is builtin and self._pm.is_registered(builtin):
                 continue
@@ -120,19 +120,19 @@ class ControllerRegistry:
         ]
         if not impls:
             raise PluginError(
-                f"controller plugin {label!r} implements no juggle_controllers hook", plugin
+                f"controller plugin {label!r} implements no juggle_controllers hook", plugin=label
             )
         try:
             provided = impls[0].function()
         except Exception as exc:
             raise PluginError(
-                f"controller plugin {label!r}: juggle_controllers() failed: {exc}", plugin
+                f"controller plugin {label!r}: juggle_controllers() failed: {exc}", plugin=label
             ) from exc
         if isinstance(provided, (str, bytes)) or not isinstance(provided, Sequence):
             raise PluginError(
                 f"controller plugin {label!r}: juggle_controllers() must return a sequence of "
                 f"classes, got {provided!r}",
-                plugin,
+                plugin=label,
             )
         return list(provided)
 
@@ -144,7 +144,7 @@ class ControllerRegistry:
                 owner = self._classes[cname][1] if cname in self._classes else label
                 raise PluginError(
                     f"controller plugin {label!r}: name {cname!r} is already provided by {owner!r}",
-                    cls,
+                    plugin=label,
                 )
             names.append(cname)
         return names
@@ -175,14 +175,17 @@ class ControllerRegistry:
             raise ControllerError(
                 f"controller {name!r} takes no option {unknown[0]!r} "
                 f"(options: {', '.join(sorted(accepted or ())) or 'none'})",
-                unknown[0],
+                controller=name,
+                value=unknown[0],
             )
         try:
             controller = cls(**options)
         except ControllerError:
             raise
         except (TypeError, ValueError) as exc:
-            raise ControllerError(f"controller {name!r}: bad options: {exc}", options) from exc
+            raise ControllerError(
+                f"controller {name!r}: bad options: {exc}", controller=name
+            ) from exc
         if not isinstance(controller, Controller):
             raise ControllerError(f"controller {name!r} built {controller!r}, no controller")
         return controller
@@ -192,7 +195,9 @@ class ControllerRegistry:
             return self._classes[name]
         except KeyError:
             known = ", ".join(self.names()) or "none"
-            raise ControllerError(f"unknown controller {name!r} (known: {known})", name) from None
+            raise ControllerError(
+                f"unknown controller {name!r} (known: {known})", controller=name
+            ) from None
 
     def __repr__(self) -> str:
         return f"<ControllerRegistry {len(self._classes)} controllers: {', '.join(self.names())}>"
@@ -207,16 +212,18 @@ def _label(plugin: object) -> str:
 def _validate_class(cls: object, label: str) -> str:
     """The controller name of ``cls``; raises PluginError when it is no proper controller."""
     if not isinstance(cls, type):
-        raise PluginError(f"controller plugin {label!r} provides {cls!r}, not a class", cls)
+        raise PluginError(
+            f"controller plugin {label!r} provides {cls!r}, not a class", plugin=label
+        )
     where = f"controller plugin {label!r}: {cls.__qualname__}"
     cname = getattr(cls, "name", None)
     if not isinstance(cname, str) or not _NAME.match(cname):
         raise PluginError(
-            f"{where} needs a name of lower-case words joined by '-', got {cname!r}", cls
+            f"{where} needs a name of lower-case words joined by '-', got {cname!r}", plugin=label
         )
     decide = getattr(cls, "decide", None)
     if not callable(decide):
-        raise PluginError(f"{where} has no decide(snapshot) method", cls)
+        raise PluginError(f"{where} has no decide(snapshot) method", plugin=label)
     params = list(inspect.signature(decide).parameters.values())[1:]
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
@@ -225,7 +232,7 @@ def _validate_class(cls: object, label: str) -> str:
         raise PluginError(
             f"{where}.decide must take exactly one argument (the snapshot), got "
             f"decide{inspect.signature(decide)}",
-            cls,
+            plugin=label,
         )
     for p in inspect.signature(cls).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -234,7 +241,7 @@ def _validate_class(cls: object, label: str) -> str:
             raise PluginError(
                 f"{where}: constructor parameter {p.name!r} needs a default "
                 "(options are passed by keyword)",
-                cls,
+                plugin=label,
             )
     return cname
 

@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from juggle.errors import BackendError, FabricError, WindowAttachError
+from juggle.errors import BackendError, FabricError, WindowAttachError, scalar
 from juggle.fabric.bitstream import Bitstream, check_family, part_family
 from juggle.fabric.linux.loader import Loader, ShellSpec, SlotLoad
 from juggle.fabric.linux.ops import TOY_FAMILY, DesignExtras, LinuxManagerOps
@@ -75,7 +75,7 @@ def family_of(part: str) -> str:
     if family is None:
         raise BackendError(
             f"cannot tell the device family of part {part!r}: give family= (zynqmp, zynq, versal)",
-            part,
+            value=part,
         )
     return family
 
@@ -256,12 +256,12 @@ class LinuxBackend:
         if held != design:
             raise WindowAttachError(
                 f"region {region.name!r}: cannot attach {design!r}, the slot holds {held!r}",
-                region.name,
+                region=region.name,
             )
         if not self.shell.released(region.name):
             raise WindowAttachError(
                 f"region {region.name!r}: its slot is isolated, its windows stay untouched",
-                region.name,
+                region=region.name,
             )
         names = self._window_names.get(region.name) or {"main": region.name}
         opened: dict[str, UioWindow] = {}
@@ -272,7 +272,8 @@ class LinuxBackend:
             for done in opened.values():
                 done.close()
             raise WindowAttachError(
-                f"region {region.name!r}: window {window!r} ({uio_name!r}): {exc}", region.name
+                f"region {region.name!r}: window {window!r} ({uio_name!r}): {exc}",
+                region=region.name,
             ) from exc
         for done in opened.values():
             done.windows = opened
@@ -298,7 +299,8 @@ class LinuxBackend:
             raise BackendError(
                 f"{device} map 0 starts at {start:#x} (addr {uio_map.addr:#x} + offset "
                 f"{uio_map.offset:#x}); the profile puts region {region.name!r}'s window {where}",
-                device,
+                region=region.name,
+                path=device,
             )
         return UioWindow(
             region.name,
@@ -350,7 +352,7 @@ def _flag(name: str, value: object) -> bool:
         return True
     if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
         return False
-    raise BackendError(f'"{name}" must be true or false, got {value!r}', value)
+    raise BackendError(f'"{name}" must be true or false, got {value!r}', value=scalar(value))
 
 
 def _seconds(name: str, value: object) -> float:
@@ -360,7 +362,7 @@ def _seconds(name: str, value: object) -> float:
         seconds = -1.0
     if not 0 < seconds <= 600:
         raise BackendError(
-            f'"{name}" must be a number of seconds in (0, 600], got {value!r}', value
+            f'"{name}" must be a number of seconds in (0, 600], got {value!r}', value=scalar(value)
         )
     return seconds
 
@@ -475,7 +477,7 @@ def _choose_loader(
             folder = firmware_dir or getattr(linux, "firmware_dir", None) or "lib/firmware"
             return DfxMgrdLoader(socket, firmware_dir=fs.root / folder.lstrip("/")), None
         if dfxmgrd is True or (isinstance(dfxmgrd, str) and dfxmgrd.lower() in _YES):
-            raise BackendError(f"dfx-mgrd does not answer at {socket}", str(socket))
+            raise BackendError(f"dfx-mgrd does not answer at {socket}", path=str(socket))
     found = _find_manager(fs, manager or getattr(linux, "manager", None))
     path = load or getattr(linux, "load", None) or "overlay"
     stage = FirmwareStage(fs, firmware_dir or getattr(linux, "firmware_dir", None))
@@ -510,7 +512,7 @@ def _choose_loader(
     elif path == "sysfs":
         chosen = SysfsLoader(fs, stage, manager=found)
     else:
-        raise BackendError(f'"load" must be "overlay" or "sysfs", got {path!r}', path)
+        raise BackendError(f'"load" must be "overlay" or "sysfs", got {path!r}', value=path)
     where = "no dfx-mgrd socket answers" if socket is not None else "dfx-mgrd not used"
     log.info("juggle owns FPGA manager %s (%s path; %s)", found, chosen.name, where)
     return chosen, found
@@ -530,11 +532,16 @@ def _find_manager(fs: SysfsOps, manager: str | None) -> str:
     if manager is None:
         if len(found) != 1:
             raise BackendError(
-                f"{_MANAGERS} holds {found or 'no devices'}: pass manager= to choose one", found
+                f"{_MANAGERS} holds {found or 'no devices'}: pass manager= to choose one",
+                path=_MANAGERS,
             )
         manager = found[0]
     elif manager not in found:
-        raise BackendError(f"no FPGA manager {manager!r} in {_MANAGERS} (found {found})", manager)
+        raise BackendError(
+            f"no FPGA manager {manager!r} in {_MANAGERS} (found {found})", value=manager
+        )
     if not fs.exists(f"{_MANAGERS}/{manager}/state"):
-        raise BackendError(f"{_MANAGERS}/{manager} has no 'state' attribute", manager)
+        raise BackendError(
+            f"{_MANAGERS}/{manager} has no 'state' attribute", path=f"{_MANAGERS}/{manager}"
+        )
     return manager

@@ -133,26 +133,27 @@ class GuardedMap:
         self.label = label if label is not None else self.path
         if type(length) is not int or length < 4 or length % 4:
             raise WindowAccessError(
-                f'{self.label}: "length" must be a positive multiple of 4, got {length!r}', length
+                f'{self.label}: "length" must be a positive multiple of 4, got {length!r}',
+                value=length,
             )
         if type(offset) is not int or offset < 0 or offset % mmap.PAGESIZE:
             raise WindowAccessError(
                 f'{self.label}: "offset" must be a non-negative multiple of the page size '
                 f"({mmap.PAGESIZE:#x}), got {offset!r}",
-                offset,
+                offset=offset,
             )
         self.length = length
         self.offset = offset
         try:
             fd = os.open(self.path, os.O_RDWR | getattr(os, "O_SYNC", 0))
         except OSError as exc:
-            raise BackendError(f"cannot open {self.path!r}: {exc}", self.path) from exc
+            raise BackendError(f"cannot open {self.path!r}: {exc}", path=self.path) from exc
         try:
             self._map: _Map = _MapClass(fd, length, offset)
         except (OSError, ValueError) as exc:
             raise BackendError(
                 f"cannot mmap {length:#x} bytes of {self.path!r} at offset {offset:#x}: {exc}",
-                self.path,
+                path=self.path,
             ) from exc
         finally:
             os.close(fd)
@@ -191,12 +192,14 @@ class GuardedMap:
             raise self._fault("write", off, exc) from None
         except OverflowError:
             raise WindowAccessError(
-                f'{self.label}: "value" must be in 0..0xFFFFFFFF, got {value!r}', value
+                f'{self.label}: "value" must be in 0..0xFFFFFFFF, got {value!r}',
+                offset=off,
+                value=value,
             ) from None
         except (IndexError, TypeError, ValueError) as exc:
             if isinstance(exc, TypeError) and type(off) is int:
                 raise WindowAccessError(
-                    f'{self.label}: "value" must be an int, got {value!r}', value
+                    f'{self.label}: "value" must be an int, got {value!r}', offset=off, value=value
                 ) from None
             raise self._refused(off, exc) from None
 
@@ -206,12 +209,15 @@ class GuardedMap:
         return BusFaultError(
             f"{self.label}: bus error (SIGBUS) on a 32-bit {op} at offset {off:#x} of "
             f"{self.path}{where}",
-            (self.path, off),
+            path=self.path,
+            offset=off,
         )
 
     def _refused(self, off: object, exc: Exception) -> WindowAccessError | RegionEmptyError:
         if isinstance(exc, ValueError) and type(off) is int and self._map.closed:
-            return RegionEmptyError(f"{self.label}: the map of {self.path} is closed", self.path)
+            return RegionEmptyError(
+                f"{self.label}: the map of {self.path} is closed", path=self.path
+            )
         if type(off) is not int:
             why = "is not an int"
         elif off & 3:
@@ -219,7 +225,11 @@ class GuardedMap:
         else:
             why = f"is outside 0..{self.length - 4:#x}"
         shown = f"{off:#x}" if type(off) is int else repr(off)
-        return WindowAccessError(f"{self.label}: offset {shown} {why}", off)
+        return WindowAccessError(
+            f"{self.label}: offset {shown} {why}",
+            path=self.path,
+            offset=off if type(off) is int else None,
+        )
 
     def close(self) -> None:
         """Unmap (idempotent); later accesses raise RegionEmptyError."""

@@ -78,7 +78,7 @@ def _backend_factory(backend: str) -> Callable[..., Any]:
         from juggle.fabric.rtl import RtlBackend
 
         return RtlBackend
-    raise BackendError(f"backend {backend!r} takes no --backend-option", backend)
+    raise BackendError(f"backend {backend!r} takes no --backend-option", value=backend)
 
 
 _SKIP: Final = frozenset({"profile", "clock", "models", "sysfs"})
@@ -110,14 +110,14 @@ def backend_options(items: Sequence[str], backend: str = "linux") -> dict[str, A
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise BackendError(f"--backend-option {item!r} is not KEY=VALUE", item)
+            raise BackendError(f"--backend-option {item!r} is not KEY=VALUE", value=item)
         if key not in parameters:
             raise BackendError(
                 f"backend {backend!r} has no option {key!r} (options: {', '.join(parameters)})",
-                key,
+                value=key,
             )
         if key in options:
-            raise BackendError(f"--backend-option {key!r} is given twice", key)
+            raise BackendError(f"--backend-option {key!r} is given twice", value=key)
         options[key] = _convert(key, text, hints.get(key))
     return options
 
@@ -133,7 +133,7 @@ def _convert(key: str, text: str, hint: object) -> Any:
         raise BackendError(
             f"--backend-option {key}: the option takes a {hint}, which cannot be written as "
             "text (set it in the profile or through the Python API)",
-            key,
+            value=key,
         )
     lowered = text.strip().lower()
     if bool in kinds:
@@ -142,7 +142,9 @@ def _convert(key: str, text: str, hint: object) -> Any:
         if lowered in ("0", "false", "no", "off"):
             return False
         if str not in kinds:
-            raise BackendError(f"--backend-option {key}={text!r}: expected true or false", text)
+            raise BackendError(
+                f"--backend-option {key}={text!r}: expected true or false", value=text
+            )
     if lowered in ("", "none") and type(None) in kinds:
         return None
     if str in kinds or not kinds & {int, float}:
@@ -151,7 +153,9 @@ def _convert(key: str, text: str, hint: object) -> Any:
         return int(text.strip(), 0) if int in kinds else float(text.strip())
     except ValueError as exc:
         expected = "an integer" if int in kinds else "a number"
-        raise BackendError(f"--backend-option {key}={text!r}: expected {expected}", text) from exc
+        raise BackendError(
+            f"--backend-option {key}={text!r}: expected {expected}", value=text
+        ) from exc
 
 
 # -- reading the tree ---------------------------------------------------------------------
@@ -326,7 +330,7 @@ def examine(
     linux = profile.linux
     load = load or (linux.load if linux else "overlay")
     if load not in ("overlay", "sysfs"):
-        raise BackendError(f'load must be "overlay" or "sysfs", got {load!r}', load)
+        raise BackendError(f'load must be "overlay" or "sysfs", got {load!r}', value=load)
     missing: list[str] = []
     actions: list[str] = []
 

@@ -142,7 +142,7 @@ class FakeKernel(HostSysfs):
         super().__init__(root)
         if family not in _MANAGER_NAMES:
             raise BackendError(
-                f'"family" must be one of {sorted(_MANAGER_NAMES)}, got {family!r}', family
+                f'"family" must be one of {sorted(_MANAGER_NAMES)}, got {family!r}', value=family
             )
         self.part = part
         self.family = family

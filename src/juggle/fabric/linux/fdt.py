@@ -288,7 +288,7 @@ def _device(node: UioNode, cells: int, source: str) -> FdtNode:
 
 
 def _bad(source: str, what: str) -> BitstreamFormatError:
-    return BitstreamFormatError(f"device-tree blob {source!r}: {what}", source)
+    return BitstreamFormatError(f"device-tree blob {source!r}: {what}", path=source)
 
 
 def decode_fdt(blob: bytes, *, source: str = "<dtbo>") -> FdtNode:

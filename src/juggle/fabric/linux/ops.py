@@ -106,7 +106,8 @@ class LinuxManagerOps:
             raise ProgrammingError(
                 f"bitstream {bitstream.source!r} names no slot of this shell (region "
                 f"{region!r}; slots: {', '.join(self._slots)})",
-                bitstream.source,
+                region=region,
+                design=bitstream.design,
             )
         self._bitstream, self._region, self._chunks = None, None, []
         if region in self.loader.loaded():
@@ -118,7 +119,7 @@ class LinuxManagerOps:
     def write(self, chunk: bytes) -> None:
         """Collect ``chunk``."""
         if self._bitstream is None:
-            raise ProgrammingError("write before write_init", self.directory)
+            raise ProgrammingError("write before write_init", path=self.directory)
         self._chunks.append(chunk)
 
     def write_complete(self) -> None:
@@ -130,7 +131,7 @@ class LinuxManagerOps:
         data = b"".join(self._chunks)
         self._bitstream, self._region, self._chunks = None, None, []
         if bitstream is None or region is None:
-            raise ProgrammingError("write_complete before write_init", self.directory)
+            raise ProgrammingError("write_complete before write_init", path=self.directory)
         # virtex2p is juggle's toy family (the paper's XUPV2P board, no Linux manager driver):
         # its juggle .bit goes as the file is; every real family gets the converted image
         image = data if self.family == TOY_FAMILY else kernel_image(bitstream, data, self.family)

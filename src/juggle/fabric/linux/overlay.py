@@ -84,7 +84,7 @@ class FirmwareStage:
             if explicit:
                 raise BackendError(
                     f"firmware folder /{wanted} needs {_SEARCH_PATH}, which this kernel lacks",
-                    wanted,
+                    path=wanted,
                 )
             return
         current = sysfs.read(_SEARCH_PATH).strip().rstrip("/")
@@ -93,7 +93,7 @@ class FirmwareStage:
                 try:
                     sysfs.write(_SEARCH_PATH, f"/{wanted}")
                 except OSError as exc:
-                    raise BackendError(f"cannot set {_SEARCH_PATH}: {exc}", wanted) from exc
+                    raise BackendError(f"cannot set {_SEARCH_PATH}: {exc}", path=wanted) from exc
                 log.info("firmware search path set to /%s", wanted)
             self.folder = wanted
             return
@@ -101,7 +101,7 @@ class FirmwareStage:
             raise BackendError(
                 f"{_SEARCH_PATH} names {current!r}, not /{wanted}: juggle does not take the "
                 "firmware search path over; stage in lib/firmware or clear it",
-                current,
+                value=current,
             )
         log.info("firmware search path is %s (not juggle's): staging in /lib/firmware", current)
 
@@ -186,7 +186,7 @@ class OverlayLoader:
             raise BackendError(
                 f"no {_OVERLAYS}: this kernel has no device-tree overlay configfs (mount "
                 "configfs, or use the sysfs load path on a Xilinx kernel)",
-                _OVERLAYS,
+                path=_OVERLAYS,
             )
 
     def state(self) -> str:
@@ -251,7 +251,7 @@ class OverlayLoader:
         if spec.base_overlay is None:
             raise BackendError(
                 f"shell {spec.name!r} names no base_overlay to apply on the overlay path",
-                spec.name,
+                design=spec.name,
             )
         self._apply(self._item("shell"), spec.base_overlay, b"", ())
 
@@ -264,7 +264,7 @@ class OverlayLoader:
             fs.mkdir(item)
         except OSError as exc:
             self._drop(files)
-            raise ProgrammingError(f"cannot create overlay {item}: {exc}", item) from exc
+            raise ProgrammingError(f"cannot create overlay {item}: {exc}", path=item) from exc
         problem: str | None = None
         try:
             if path is not None:
@@ -292,7 +292,7 @@ class OverlayLoader:
         raise ProgrammingError(
             f"overlay {item} ({path or 'dtbo blob'}): {problem}; status {status!r}, "
             f"FPGA manager state {state!r}, status {self._manager.read('status')!r}",
-            item,
+            path=item,
         )
 
     def _read(self, path: str) -> str:
@@ -318,9 +318,9 @@ class OverlayLoader:
             try:
                 self._sysfs.rmdir(item)
             except OSError as exc:
-                raise ProgrammingError(f"cannot remove overlay {item}: {exc}", item) from exc
+                raise ProgrammingError(f"cannot remove overlay {item}: {exc}", path=item) from exc
             if self._sysfs.exists(item):
-                raise ProgrammingError(f"overlay {item} is still there after rmdir", item)
+                raise ProgrammingError(f"overlay {item} is still there after rmdir", path=item)
         held = self._held.pop(region, None)
         if held is not None:
             self._drop(held.files)
@@ -353,7 +353,7 @@ class SysfsLoader:
                 raise BackendError(
                     f"{self._dir} has no {attribute!r} attribute: the sysfs load path needs a "
                     "Xilinx kernel (use load='overlay')",
-                    manager,
+                    path=self._dir,
                 )
 
     def state(self) -> str:
@@ -376,7 +376,7 @@ class SysfsLoader:
     def load_base(self, spec: ShellSpec) -> None:
         """Program the shell's full ``base_image`` (already in the firmware folder)."""
         if spec.base_image is None:
-            raise BackendError(f"shell {spec.name!r} names no base_image to load", spec.name)
+            raise BackendError(f"shell {spec.name!r} names no base_image to load", design=spec.name)
         self._program(spec.base_image, 0)
 
     def _program(self, name: str, flags: int) -> None:
@@ -386,7 +386,7 @@ class SysfsLoader:
             shown = fs.read(f"{self._dir}/flags").strip()
         except OSError as exc:
             raise ProgrammingError(
-                f"{self._dir}/flags refused {flags:x}: {exc}", self._dir
+                f"{self._dir}/flags refused {flags:x}: {exc}", path=self._dir
             ) from exc
         try:
             readback = int(shown, 16)
@@ -394,7 +394,7 @@ class SysfsLoader:
             readback = -1
         if readback != flags:
             raise ProgrammingError(
-                f"{self._dir}/flags reads back {shown!r} after writing {flags:x}", self._dir
+                f"{self._dir}/flags reads back {shown!r} after writing {flags:x}", path=self._dir
             )
         refused: OSError | None = None
         try:
@@ -405,7 +405,7 @@ class SysfsLoader:
         if refused is not None or state != "operating":
             how = f"refused {name!r} ({refused})" if refused else f"loaded {name!r}"
             raise ProgrammingError(
-                f"{self._dir}/firmware {how}: state {state!r}, status {status!r}", self._dir
+                f"{self._dir}/firmware {how}: state {state!r}, status {status!r}", path=self._dir
             )
 
     def unload(self, region: str) -> None:

@@ -158,7 +158,7 @@ class ShellControl:
             raise BackendError(
                 f"shell {spec.name if spec else ''!r} has slots for {unknown}, which the "
                 f"profile has no regions for (regions: {', '.join(regions)})",
-                unknown,
+                region=unknown[0],
             )
         self.slots: dict[str, SlotSpec] = {
             r: slots.get(r, SlotSpec(region=r, slot=i)) for i, r in enumerate(regions)
@@ -188,7 +188,7 @@ class ShellControl:
                 raise BackendError(
                     f"shell {spec.name!r} is not loaded ({'; '.join(status.missing)}) and "
                     "names no base design to load",
-                    spec.name,
+                    design=spec.name,
                 )
             load_base(spec)
             if spec.isolation_uio is not None:
@@ -198,7 +198,7 @@ class ShellControl:
             raise BackendError(
                 f"shell {spec.name!r} is not loaded: {'; '.join(status.missing)} (load it, "
                 "or pass load_shell=True to have juggle load its base design)",
-                spec.name,
+                design=spec.name,
             )
         self.status = status
         if spec.isolation_uio is not None:
@@ -211,7 +211,7 @@ class ShellControl:
                 raise BackendError(
                     f"cannot map the shell's isolation window {device} ({spec.isolation_uio!r}):"
                     f" {exc}",
-                    device,
+                    path=device,
                 ) from exc
             self._window_base, self._window_bytes = uio_map.offset, uio_map.window_bytes
             for slot in self.slots.values():
@@ -221,7 +221,9 @@ class ShellControl:
                             f"shell {spec.name!r} slot {slot.region!r}: isolation offset "
                             f"{write.offset:#x} is outside the {self._window_bytes:#x}-byte "
                             f"window of {device}",
-                            write,
+                            region=slot.region,
+                            path=device,
+                            value=write.offset,
                         )
 
     def released(self, region: str) -> bool:
@@ -251,7 +253,9 @@ class ShellControl:
             return
         window = self._window
         if window is None:
-            raise BridgeError(f"slot {region!r}: the shell's isolation window is closed", region)
+            raise BridgeError(
+                f"slot {region!r}: the shell's isolation window is closed", region=region
+            )
         for write in writes:
             try:
                 window.write32(self._window_base + write.offset, write.value)
@@ -259,7 +263,7 @@ class ShellControl:
                 raise BridgeError(
                     f"slot {region!r}: {what} write {write.value:#x} at {write.offset:#x} "
                     f"failed: {exc}",
-                    region,
+                    region=region,
                 ) from exc
 
     def describe(self) -> Mapping[str, object]:
@@ -295,7 +299,7 @@ class SlotBridgeOps:
             if not self._loaded(self._region):
                 raise BridgeError(
                     f"slot {self._region!r} holds no loaded design: it stays isolated",
-                    self._region,
+                    region=self._region,
                 )
             self._shell.release(self._region)
         else:

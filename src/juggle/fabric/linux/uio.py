@@ -98,7 +98,9 @@ class SlotGate:
 
     def refuse(self) -> RegionEmptyError:
         """The error an access raises while the gate is shut."""
-        return RegionEmptyError(f"slot {self.region!r} is not accessible: {self.why}", self.region)
+        return RegionEmptyError(
+            f"slot {self.region!r} is not accessible: {self.why}", region=self.region
+        )
 
 
 def uio_names(sysfs: SysfsOps) -> dict[str, str]:
@@ -131,9 +133,9 @@ def find_uio(sysfs: SysfsOps, name: str, *, within: tuple[int, int] | None = Non
         raise BackendError(
             f"several UIO devices are named {name!r} ({', '.join(matches)}) and no address "
             "range tells them apart",
-            name,
+            value=name,
         )
-    raise BackendError(f"no UIO device named {name!r} (found: {seen})", name)
+    raise BackendError(f"no UIO device named {name!r} (found: {seen})", value=name)
 
 
 def devices_inside(sysfs: SysfsOps, devices: Iterable[str], within: tuple[int, int]) -> list[str]:
@@ -167,7 +169,9 @@ def find_uio_by_device(sysfs: SysfsOps, device: str, *, bind: bool = False) -> s
             sysfs.write(f"{base}/driver_override", "uio_pdrv_genirq")
             sysfs.write("sys/bus/platform/drivers/uio_pdrv_genirq/bind", device)
         except OSError as exc:
-            raise BackendError(f"cannot bind {device!r} to uio_pdrv_genirq: {exc}", device) from exc
+            raise BackendError(
+                f"cannot bind {device!r} to uio_pdrv_genirq: {exc}", path=device
+            ) from exc
         entries = sysfs.listdir(f"{base}/uio")
         return entries[0] if entries else None
     return None
@@ -198,7 +202,7 @@ def wait_for_uio(
                     raise BackendError(
                         f"{exc} after waiting {timeout_s:g} s (nor a platform device "
                         f"{_PLATFORM}/{name}/uio)",
-                        name,
+                        value=name,
                     ) from exc
                 time.sleep(_POLL_S)
                 continue
@@ -207,7 +211,7 @@ def wait_for_uio(
         if time.monotonic() >= deadline:
             raise BackendError(
                 f"UIO device {device} ({name!r}) has no /dev/{device} after {timeout_s:g} s",
-                device,
+                path=device,
             )
         time.sleep(_POLL_S)
 
@@ -226,14 +230,14 @@ def read_uio_map(sysfs: SysfsOps, device: str, index: int = 0) -> UioMap:
         name_path = f"{base}/name"
         name = sysfs.read(name_path).strip() or None if sysfs.exists(name_path) else None
     except (OSError, ValueError) as exc:
-        raise BackendError(f"UIO map {base} is unusable: {exc}", device) from exc
+        raise BackendError(f"UIO map {base} is unusable: {exc}", path=device) from exc
     if size <= 0 or size % 4:
-        raise BackendError(f"UIO map {base} has size {size:#x}, not a multiple of 4", device)
+        raise BackendError(f"UIO map {base} has size {size:#x}, not a multiple of 4", path=device)
     if not 0 <= offset < size or offset % 4:
         raise BackendError(
             f"UIO map {base} has offset {offset:#x}, not an aligned offset inside its size "
             f"{size:#x}",
-            device,
+            path=device,
         )
     return UioMap(device, index, addr, size, offset, name)
 
@@ -276,7 +280,7 @@ class UioWindow:
             raise BackendError(
                 f"cannot mmap {want:#x} bytes of {uio_map.device} map {uio_map.index}: the "
                 f"map is {uio_map.size:#x} bytes (uio_mmap_physical refuses longer mappings)",
-                path,
+                path=str(path),
             )
         try:
             self._mm: GuardedMap | None = GuardedMap(
@@ -284,7 +288,7 @@ class UioWindow:
             )
         except (OSError, ValueError) as exc:
             raise BackendError(
-                f"cannot map {uio_map.size:#x} bytes of {str(path)!r}: {exc}", path
+                f"cannot map {uio_map.size:#x} bytes of {str(path)!r}: {exc}", path=str(path)
             ) from exc
 
     @property
@@ -309,7 +313,9 @@ class UioWindow:
             raise self._bad_offset(offset)
         if type(value) is not int or not 0 <= value <= _MASK32:
             raise WindowAccessError(
-                f'window {self.region!r}: "value" must be in 0..0xFFFFFFFF, got {value!r}', value
+                f'window {self.region!r}: "value" must be in 0..0xFFFFFFFF, got {value!r}',
+                region=self.region,
+                value=value,
             )
         gate, mm = self._gate, self._mm
         if gate is not None and not gate.open:
@@ -321,12 +327,15 @@ class UioWindow:
     def _bad_offset(self, offset: int) -> WindowAccessError:
         why = "is not 4-byte aligned" if offset & 3 else f"is outside 0..{self._size - 4:#x}"
         return WindowAccessError(
-            f"window {self.region!r} ({self.map.device}): offset {offset:#x} {why}", offset
+            f"window {self.region!r} ({self.map.device}): offset {offset:#x} {why}",
+            region=self.region,
+            path=self.map.device,
+            offset=offset,
         )
 
     def _closed(self) -> RegionEmptyError:
         return RegionEmptyError(
-            f"window of region {self.region!r} ({self.map.device}) is closed", self.region
+            f"window of region {self.region!r} ({self.map.device}) is closed", region=self.region
         )
 
     @property

@@ -109,7 +109,8 @@ class RtlBackend(SimBackend):
             raise ResourceError(
                 f"design {design!r} needs a {size:#x}-byte window, region {region.name!r} "
                 f"maps {region.window_size:#x}",
-                design,
+                region=region.name,
+                design=design,
             )
 
     def _window_size(self, spec: RtlDesign, region: RegionProfile) -> int:
@@ -148,7 +149,9 @@ class RtlBackend(SimBackend):
             return super().attach(region, design)
         if self.faults.fire("model_load"):
             raise WindowAttachError(
-                f"injected fault: model_load of {design!r} in {region.name!r}", region.name
+                f"injected fault: model_load of {design!r} in {region.name!r}",
+                region=region.name,
+                design=design,
             )
         bus = self.profile.bus
         try:
@@ -160,7 +163,9 @@ class RtlBackend(SimBackend):
             )
         except (BackendError, FabricError, OSError) as exc:
             raise WindowAttachError(
-                f"RTL of {design!r} could not be started in {region.name!r}: {exc}", design
+                f"RTL of {design!r} could not be started in {region.name!r}: {exc}",
+                region=region.name,
+                design=design,
             ) from exc
         window = RtlWindow(
             region.name,

@@ -103,15 +103,19 @@ class RtlCatalog:
             raise ModelRegistrationError(f'"design" must be a non-empty string, got {design!r}')
         paths = tuple(Path(s).resolve() for s in sources)
         if not paths:
-            raise ModelRegistrationError(f"RTL of {design!r} names no source file", design)
+            raise ModelRegistrationError(f"RTL of {design!r} names no source file", design=design)
         missing = [str(p) for p in paths if not p.is_file()]
         if missing:
             raise ModelRegistrationError(
-                f"RTL of {design!r}: source file(s) not found: {', '.join(missing)}", missing
+                f"RTL of {design!r}: source file(s) not found: {', '.join(missing)}",
+                design=design,
+                value=", ".join(missing),
             )
         if not isinstance(top, str) or not _IDENT_RE.fullmatch(top):
             raise ModelRegistrationError(
-                f'RTL of {design!r}: "top" must be a Verilog module name, got {top!r}', top
+                f'RTL of {design!r}: "top" must be a Verilog module name, got {top!r}',
+                design=design,
+                value=top,
             )
         if window_size is not None and (
             isinstance(window_size, bool)
@@ -122,7 +126,8 @@ class RtlCatalog:
             raise ModelRegistrationError(
                 f'RTL of {design!r}: "window_size" must be a positive multiple of 4, '
                 f"got {window_size!r}",
-                window_size,
+                design=design,
+                value=window_size,
             )
         offsets = None if result_offsets is None else tuple(result_offsets)
         if offsets is not None and any(
@@ -131,7 +136,7 @@ class RtlCatalog:
             raise ModelRegistrationError(
                 f'RTL of {design!r}: "result_offsets" must be 4-byte aligned offsets >= 0, '
                 f"got {offsets!r}",
-                offsets,
+                design=design,
             )
         entry = RtlDesign(design, paths, top, window_size, offsets)
         with self._lock:
@@ -142,7 +147,7 @@ class RtlCatalog:
         """Forget ``design``. Raises :class:`~juggle.errors.UnknownDesignError` if unknown."""
         with self._lock:
             if self._designs.pop(design, None) is None:
-                raise UnknownDesignError(f"RTL catalog has no design {design!r}", design)
+                raise UnknownDesignError(f"RTL catalog has no design {design!r}", design=design)
 
     def get(self, design: str) -> RtlDesign:
         """The RTL of ``design``. Raises :class:`~juggle.errors.UnknownDesignError`."""
@@ -150,7 +155,7 @@ class RtlCatalog:
             entry = self._designs.get(design)
         if entry is None:
             known = ", ".join(self.designs()) or "none"
-            raise UnknownDesignError(f"no RTL for design {design!r} (RTL: {known})", design)
+            raise UnknownDesignError(f"no RTL for design {design!r} (RTL: {known})", design=design)
         return entry
 
     def find(self, design: str) -> RtlDesign | None:

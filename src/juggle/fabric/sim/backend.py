@@ -48,7 +48,7 @@ class SimConfigPort:
         self._state = "write"
         if self._faults.fire("config_write"):
             self._state = "write error"
-            raise ProgrammingError("injected fault: config port write failed", "config_write")
+            raise ProgrammingError("injected fault: config port write failed", value="config_write")
         self._written += len(chunk)
         charged = self._port.transfer_ps(self._written)
         self._clock.advance_ps(charged - self._charged)
@@ -81,7 +81,9 @@ class SimBridgeOps:
         """Open or close the bridge (raises BridgeError when a fault is armed for it)."""
         step = "bridge_enable" if enable else "bridge_disable"
         if self._backend.faults.fire(step):
-            raise BridgeError(f"injected fault: {step} of region {self._region!r}", self._region)
+            raise BridgeError(
+                f"injected fault: {step} of region {self._region!r}", region=self._region
+            )
         self._backend.clock.advance_ps(self._switch_ps, settle=True)
         self._enabled = enable
         window = self._backend.window_of(self._region)
@@ -142,7 +144,8 @@ class SimBackend:
             raise ResourceError(
                 f"design {design!r} needs a {model.window_size:#x}-byte window, region "
                 f"{region.name!r} maps {region.window_size:#x}",
-                design,
+                region=region.name,
+                design=design,
             )
 
     def window_of(self, region: str) -> SimWindow | None:
@@ -157,13 +160,17 @@ class SimBackend:
         """
         if self._faults.fire("model_load"):
             raise WindowAttachError(
-                f"injected fault: model_load of {design!r} in {region.name!r}", region.name
+                f"injected fault: model_load of {design!r} in {region.name!r}",
+                region=region.name,
+                design=design,
             )
         try:
             model = self.models.create(design)
         except Exception as exc:  # a model's constructor is third-party code
             raise WindowAttachError(
-                f"model of {design!r} could not be built for {region.name!r}: {exc}", design
+                f"model of {design!r} could not be built for {region.name!r}: {exc}",
+                region=region.name,
+                design=design,
             ) from exc
         bus = self.profile.bus
         window = SimWindow(

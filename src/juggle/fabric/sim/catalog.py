@@ -61,7 +61,9 @@ class ModelCatalog:
         if isinstance(model, str):
             if not _PATH_RE.fullmatch(model):
                 raise ModelRegistrationError(
-                    f'model path for {design!r} must be "module:Class", got {model!r}', model
+                    f'model path for {design!r} must be "module:Class", got {model!r}',
+                    design=design,
+                    value=model,
                 )
         else:
             _validate(design, model)
@@ -95,7 +97,7 @@ class ModelCatalog:
             raise ModelRegistrationError(
                 f"design {design!r} has a model already ({_name(entry)}); a module cannot "
                 f"replace it with {model.__name__}",
-                design,
+                design=design,
             )
         if entry is not None and current not in (owner, replacing):
             if entry is model:
@@ -103,7 +105,7 @@ class ModelCatalog:
             raise ModelRegistrationError(
                 f"design {design!r} is played by {_name(entry)} of {current}; {owner} cannot "
                 f"replace it with {model.__name__}",
-                design,
+                design=design,
             )
         with self._lock:
             self._entries[design] = model
@@ -124,7 +126,7 @@ class ModelCatalog:
         with self._lock:
             self._owners.pop(design, None)
             if self._entries.pop(design, None) is None:
-                raise UnknownDesignError(f"model catalog has no design {design!r}", design)
+                raise UnknownDesignError(f"model catalog has no design {design!r}", design=design)
 
     def designs(self) -> tuple[str, ...]:
         """Registered design names, sorted (lazy entries included, resolvable or not)."""
@@ -146,7 +148,7 @@ class ModelCatalog:
         if entry is None:
             known = ", ".join(self.designs()) or "none"
             raise UnknownDesignError(
-                f"no register model for design {design!r} (models: {known})", design
+                f"no register model for design {design!r} (models: {known})", design=design
             )
         if not isinstance(entry, str):
             return entry
@@ -179,12 +181,12 @@ def _import(design: str, path: str) -> type[RegisterModel]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UnknownDesignError(
-            f"model {path!r} for design {design!r} cannot be imported: {exc}", design
+            f"model {path!r} for design {design!r} cannot be imported: {exc}", design=design
         ) from exc
     model = getattr(module, attr, None)
     if model is None:
         raise UnknownDesignError(
-            f"model {path!r} for design {design!r}: {module_name} has no {attr!r}", design
+            f"model {path!r} for design {design!r}: {module_name} has no {attr!r}", design=design
         )
     return model  # type: ignore[no-any-return]
 
@@ -192,10 +194,12 @@ def _import(design: str, path: str) -> type[RegisterModel]:
 def _validate(design: str, model: object) -> None:
     if not (isinstance(model, type) and issubclass(model, RegisterModel)):
         raise ModelRegistrationError(
-            f"model for {design!r} must be a RegisterModel subclass, got {model!r}", model
+            f"model for {design!r} must be a RegisterModel subclass, got {model!r}", design=design
         )
     size = model.window_size
     if not isinstance(size, int) or size <= 0 or size % 4:
         raise ModelRegistrationError(
-            f"{model.__name__}.window_size must be a positive multiple of 4, got {size!r}", model
+            f"{model.__name__}.window_size must be a positive multiple of 4, got {size!r}",
+            design=design,
+            value=size,
         )

@@ -94,7 +94,7 @@ class ModelClock:
         with ``settle`` (used at the end of long operations).
         """
         if ps < 0:
-            raise FabricError(f'"ps" must be >= 0, got {ps}', ps)
+            raise FabricError(f'"ps" must be >= 0, got {ps}', value=ps)
         if not self._pace:  # the hot path: only the sum
             with self._lock:
                 self._ps += ps
@@ -134,5 +134,5 @@ def cycles_to_ps(cycles: int, hz: int) -> int:
     Raises :class:`~juggle.errors.FabricError` for ``hz`` <= 0.
     """
     if hz <= 0:
-        raise FabricError(f'"hz" must be > 0, got {hz}', hz)
+        raise FabricError(f'"hz" must be > 0, got {hz}', value=hz)
     return round(cycles * PS_PER_S / hz)

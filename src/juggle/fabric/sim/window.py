@@ -53,14 +53,14 @@ class WindowStatistics:
 class _Refusal(RegisterModel):
     """Stands in for the model while the window cannot be used; every access raises."""
 
-    def __init__(self, error: type[FabricError], message: str, subject: str) -> None:
-        self._error, self._message, self._subject = error, message, subject
+    def __init__(self, error: type[FabricError], message: str, region: str) -> None:
+        self._error, self._message, self._region = error, message, region
 
     def read(self, offset: int, now: int) -> int:
-        raise self._error(self._message, self._subject)
+        raise self._error(self._message, region=self._region)
 
     def write(self, offset: int, value: int, now: int) -> None:
-        raise self._error(self._message, self._subject)
+        raise self._error(self._message, region=self._region)
 
 
 class _HungCore(RegisterModel):
@@ -179,7 +179,9 @@ class SimWindow:
             raise self._bad_offset(offset)
         if not 0 <= value <= _MASK32:
             raise WindowAccessError(
-                f'window {self.region!r}: "value" must be in 0..0xFFFFFFFF, got {value!r}', value
+                f'window {self.region!r}: "value" must be in 0..0xFFFFFFFF, got {value!r}',
+                region=self.region,
+                value=value,
             )
         with self._lock:
             if self._faults.pending:
@@ -214,7 +216,9 @@ class SimWindow:
     def _bad_offset(self, offset: int) -> WindowAccessError:
         why = "is not 4-byte aligned" if offset & 3 else f"is outside 0..{self._size - 4:#x}"
         return WindowAccessError(
-            f"window {self.region!r} ({self.design}): offset {offset:#x} {why}", offset
+            f"window {self.region!r} ({self.design}): offset {offset:#x} {why}",
+            region=self.region,
+            offset=offset,
         )
 
     def set_enabled(self, enabled: bool) -> None:

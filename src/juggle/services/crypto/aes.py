@@ -145,12 +145,13 @@ def check_aes_key(key: bytes) -> bytes:
         raw = memoryview(key).tobytes()
     except TypeError as exc:
         raise KeyLengthError(
-            f'"key" must be bytes-like, got {type(key).__name__}', subject=key
+            f'"key" must be bytes-like, got {type(key).__name__}', argument="key"
         ) from exc
     if len(raw) != AES_KEY_SIZE:
         raise KeyLengthError(
             f'AES-128 "key" must be {AES_KEY_SIZE} bytes long, got {len(raw)} bytes',
-            subject=len(raw),
+            argument="key",
+            value=len(raw),
         )
     return raw
 
@@ -340,7 +341,7 @@ def _size_int(size: object) -> int:
     """``size`` as an int; :class:`ServiceArgumentError` for a bool or a non-integer."""
     if isinstance(size, bool) or not isinstance(size, SupportsIndex):
         raise ServiceArgumentError(
-            f'"size" must be an int, got {type(size).__name__} {size!r}', subject=size
+            f'"size" must be an int, got {type(size).__name__} {size!r}', argument="size"
         )
     return operator.index(size)
 
@@ -357,12 +358,14 @@ def aes_block_view(buf: Buffer, size: int) -> memoryview:
     if size < 0 or size > view.nbytes:
         raise BufferSizeError(
             f'"size" must be between 0 and the buffer length {view.nbytes}, got {size}',
-            subject=size,
+            argument="size",
+            value=size,
         )
     if size % AES_BLOCK_SIZE:
         raise BlockSizeError(
             f'"size" must be a multiple of the {AES_BLOCK_SIZE}-byte block, got {size}',
-            subject=size,
+            argument="size",
+            value=size,
         )
     return view
 

@@ -312,8 +312,7 @@ class AesDriver(KeyedDriver):
         with self._lock:  # the key check too: a context restore may be under way
             if not self._key_loaded:
                 raise KeyNotLoadedError(
-                    f"{type(self).__name__}: load_key() must be called before encrypt/decrypt",
-                    subject=self,
+                    f"{type(self).__name__}: load_key() must be called before encrypt/decrypt"
                 )
             for offset in range(0, size, AES_BLOCK_SIZE):
                 w0, w1, w2, w3 = unpack(src, offset)
@@ -328,8 +327,7 @@ class AesDriver(KeyedDriver):
                     if polls >= max_polls:
                         raise CoreTimeoutError(
                             f"{type(self).__name__}: core not DONE after {polls} status reads "
-                            f"(block at offset {offset})",
-                            subject=self._mmio,
+                            f"(block at offset {offset})"
                         )
                 pack(out, offset, read(r0), read(r1), read(r2), read(r3))
         view[:size] = out

@@ -200,12 +200,14 @@ def _check_key(key: bytes, lengths: tuple[int, ...], what: str) -> bytes:
         raw = memoryview(key).tobytes()
     except TypeError as exc:
         raise KeyLengthError(
-            f'"key" must be bytes-like, got {type(key).__name__}', subject=key
+            f'"key" must be bytes-like, got {type(key).__name__}', argument="key"
         ) from exc
     if len(raw) not in lengths:
         allowed = " or ".join(str(n) for n in lengths)
         raise KeyLengthError(
-            f'{what} "key" must be {allowed} bytes long, got {len(raw)} bytes', subject=len(raw)
+            f'{what} "key" must be {allowed} bytes long, got {len(raw)} bytes',
+            argument="key",
+            value=len(raw),
         )
     return raw
 

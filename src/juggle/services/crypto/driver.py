@@ -146,7 +146,8 @@ class KeyedDriver(EncryptionService):
         if not isinstance(data, bytes | bytearray):
             raise ServiceArgumentError(
                 f'{name}.restore_context: "data" must be bytes, got {type(data).__name__}',
-                subject=data,
+                method=f"{name}.restore_context",
+                argument="data",
             )
         if not data:
             return False, [0] * len(self.key_offsets)
@@ -155,20 +156,20 @@ class KeyedDriver(EncryptionService):
             raise ServiceStateError(
                 f"{name}.restore_context: a context is {self._context.size} bytes "
                 f"(version {CONTEXT_VERSION}, {mine}) or empty, got {len(data)} bytes",
-                subject=data,
+                method="restore_context",
             )
         version, tag, flags, reserved, *words = self._context.unpack(data)
         if version != CONTEXT_VERSION or tag != self.key_tag:
             raise ServiceStateError(
                 f"{name}.restore_context: context version {version} with "
                 f"{self._key_text(tag)}, expected version {CONTEXT_VERSION} with {mine}",
-                subject=data,
+                method="restore_context",
             )
         if flags & ~_FLAG_KEY_LOADED or reserved or (not flags and any(words)):
             raise ServiceStateError(
                 f"{name}.restore_context: malformed context (flags {flags:#04x}, reserved "
                 f"{reserved:#04x}, key words {'set' if any(words) else 'zero'})",
-                subject=data,
+                method="restore_context",
             )
         return bool(flags), words
 
@@ -228,8 +229,7 @@ class _CipherDriver(KeyedDriver):
         with self._lock:  # the key check too: a context restore may be under way
             if not self._key_loaded:
                 raise KeyNotLoadedError(
-                    f"{type(self).__name__}: load_key() must be called before encrypt/decrypt",
-                    subject=self,
+                    f"{type(self).__name__}: load_key() must be called before encrypt/decrypt"
                 )
             for offset in range(0, size, 8):
                 hi, lo = unpack(src, offset)
@@ -242,8 +242,7 @@ class _CipherDriver(KeyedDriver):
                     if polls >= max_polls:
                         raise CoreTimeoutError(
                             f"{type(self).__name__}: core not DONE after {polls} status reads "
-                            f"(block at offset {offset})",
-                            subject=self._mmio,
+                            f"(block at offset {offset})"
                         )
                 pack(out, offset, read(r.RESULT_HI), read(r.RESULT_LO))
         view[:size] = out

@@ -62,7 +62,7 @@ def _as_int(size: object) -> int:
     """``size`` as an int; :class:`ServiceArgumentError` for a bool or a non-integer."""
     if isinstance(size, bool) or not isinstance(size, SupportsIndex):
         raise ServiceArgumentError(
-            f'"size" must be an int, got {type(size).__name__} {size!r}', subject=size
+            f'"size" must be an int, got {type(size).__name__} {size!r}', argument="size"
         )
     return operator.index(size)
 
@@ -80,26 +80,29 @@ def block_view(buf: Buffer, size: int) -> memoryview:
         view = memoryview(buf)
     except TypeError as exc:
         raise ServiceArgumentError(
-            f'"buf" must be a writable bytes-like object, got {type(buf).__name__}', subject=buf
+            f'"buf" must be a writable bytes-like object, got {type(buf).__name__}', argument="buf"
         ) from exc
     if view.readonly:
         raise ServiceArgumentError(
-            f'"buf" must be writable, got a read-only {type(buf).__name__}', subject=buf
+            f'"buf" must be writable, got a read-only {type(buf).__name__}', argument="buf"
         )
     if view.ndim != 1 or view.format != "B":
         try:
             view = view.cast("B")
         except TypeError as exc:
             raise ServiceArgumentError(
-                f'"buf" must be a contiguous buffer, got {type(buf).__name__}', subject=buf
+                f'"buf" must be a contiguous buffer, got {type(buf).__name__}', argument="buf"
             ) from exc
     if size < 0 or size > view.nbytes:
         raise BufferSizeError(
             f'"size" must be between 0 and the buffer length {view.nbytes}, got {size}',
-            subject=size,
+            argument="size",
+            value=size,
         )
     if size % BLOCK_SIZE:
         raise BlockSizeError(
-            f'"size" must be a multiple of the {BLOCK_SIZE}-byte block, got {size}', subject=size
+            f'"size" must be a multiple of the {BLOCK_SIZE}-byte block, got {size}',
+            argument="size",
+            value=size,
         )
     return view

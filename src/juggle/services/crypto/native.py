@@ -65,8 +65,7 @@ class _NativeCipher(EncryptionService):
 
     def _not_loaded(self) -> KeyNotLoadedError:
         return KeyNotLoadedError(
-            f"{type(self).__name__}: load_key() must be called before encrypt/decrypt",
-            subject=self,
+            f"{type(self).__name__}: load_key() must be called before encrypt/decrypt"
         )
 
     def encrypt(self, buf: Buffer, size: int) -> int:

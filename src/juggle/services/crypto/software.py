@@ -44,8 +44,7 @@ class _SoftwareCipher(EncryptionService):
         cipher = self._cipher
         if cipher is None:
             raise KeyNotLoadedError(
-                f"{type(self).__name__}: load_key() must be called before encrypt/decrypt",
-                subject=self,
+                f"{type(self).__name__}: load_key() must be called before encrypt/decrypt"
             )
         return cipher
 

@@ -165,22 +165,28 @@ class BitstreamRule:
             return None
         where = f"profile {profile.name!r} [scenario.bitstream_rule]"
         if not isinstance(raw, dict):
-            raise ConfigurationError(f"{where} must be a table", raw)
+            raise ConfigurationError(f"{where} must be a table")
         full = raw.get("full_bitstream_bytes")
         shares = raw.get("region_share_pct")
         rounding = raw.get("share_rounding_pct", 0.0)
         if isinstance(full, bool) or not isinstance(full, int) or full <= 0:
-            raise ConfigurationError(f"{where}: full_bitstream_bytes must be an int > 0", full)
+            raise ConfigurationError(
+                f"{where}: full_bitstream_bytes must be an int > 0", value=full
+            )
         if not isinstance(shares, dict) or not shares:
-            raise ConfigurationError(f"{where}: region_share_pct must be a table", shares)
+            raise ConfigurationError(f"{where}: region_share_pct must be a table")
         if not _number(rounding) or not 0 <= rounding < 100:
-            raise ConfigurationError(f"{where}: share_rounding_pct must be in [0, 100)", rounding)
+            raise ConfigurationError(
+                f"{where}: share_rounding_pct must be in [0, 100)", value=rounding
+            )
         known = set(profile.region_names())
         for region, share in shares.items():
             if region not in known:
-                raise ConfigurationError(f"{where}: {region!r} is no region", region)
+                raise ConfigurationError(f"{where}: {region!r} is no region", value=region)
             if not _number(share) or not 0 < share <= 100:
-                raise ConfigurationError(f"{where}: share of {region!r} must be in (0, 100]", share)
+                raise ConfigurationError(
+                    f"{where}: share of {region!r} must be in (0, 100]", value=share
+                )
         return cls(full, {r: float(v) for r, v in shares.items()}, float(rounding))
 
     def bytes_for(self, share_pct: float) -> int:
@@ -316,7 +322,7 @@ def apply_bitstream_rule(profile: BoardProfile) -> BoardProfile:
             raise ConfigurationError(
                 f"region {region.name!r}: the rule gives {size} B, over its "
                 f"max_bitstream_bytes {region.max_bitstream_bytes}",
-                size,
+                value=size,
             )
         regions.append(region.model_copy(update={"bitstream_bytes": size}))
     return profile.model_copy(update={"regions": tuple(regions)})

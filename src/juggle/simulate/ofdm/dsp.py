@@ -48,7 +48,9 @@ _TABLES = {k: _levels(k) for k in (1, 2, 3)}
 def _check_order(bits_per_symbol: int) -> int:
     if bits_per_symbol not in (2, 4, 6):
         raise ServiceArgumentError(
-            f'"bits_per_symbol" must be 2, 4 or 6; got {bits_per_symbol}', subject=bits_per_symbol
+            f'"bits_per_symbol" must be 2, 4 or 6; got {bits_per_symbol}',
+            argument="bits_per_symbol",
+            value=bits_per_symbol,
         )
     return bits_per_symbol // 2
 
@@ -106,7 +108,9 @@ def fft_blocks(symbols: ComplexArray, points: int) -> ComplexArray:
     Raises :class:`~juggle.errors.ServiceArgumentError` if ``points`` is not a power of two.
     """
     if points < 2 or points & (points - 1):
-        raise ServiceArgumentError(f'"points" must be a power of two; got {points}', points)
+        raise ServiceArgumentError(
+            f'"points" must be a power of two; got {points}', argument="points", value=points
+        )
     flat = np.asarray(symbols, dtype=np.complex128).ravel()
     pad = (-flat.size) % points
     if pad:
@@ -135,7 +139,9 @@ def measure_software(repeats: int = 15, seed: int = 0) -> dict[str, float]:
     Raises :class:`~juggle.errors.ServiceArgumentError` if ``repeats`` < 1.
     """
     if repeats < 1:
-        raise ServiceArgumentError(f'"repeats" must be >= 1; got {repeats}', subject=repeats)
+        raise ServiceArgumentError(
+            f'"repeats" must be >= 1; got {repeats}', argument="repeats", value=repeats
+        )
     rng = np.random.default_rng(seed)
     frame = random_frame(rng)
     symbols = qam_map(frame, 4)

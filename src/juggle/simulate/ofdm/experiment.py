@@ -91,15 +91,15 @@ class OfdmConfig:
         }
         for name, value in positive.items():
             if not value > 0:
-                raise ConfigurationError(f'"{name}" must be > 0; got {value}', subject=value)
+                raise ConfigurationError(f'"{name}" must be > 0; got {value}', value=value)
         for name, count in (("rt_tasks", self.rt_tasks), ("gp_tasks", self.gp_tasks)):
             if count < 0:
-                raise ConfigurationError(f'"{name}" must be >= 0; got {count}', subject=count)
+                raise ConfigurationError(f'"{name}" must be >= 0; got {count}', value=count)
         if not self.hold_us > max(PATH_US.values()):
             raise ConfigurationError(
                 f'"hold_us" must exceed the longest path overhead ({max(PATH_US.values())} us) '
                 f"so a READY region is still held when its task resumes; got {self.hold_us}",
-                subject=self.hold_us,
+                value=self.hold_us,
             )
 
 

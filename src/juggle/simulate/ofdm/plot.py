@@ -45,15 +45,17 @@ def window_us(timeline: Timeline, start_ms: float, span_ms: float) -> tuple[floa
     a span that is not > 0, or a start at or past the run's end.
     """
     if not start_ms >= 0:
-        raise ConfigurationError(f'"--plot-start-ms" must be >= 0, got {start_ms!r}', start_ms)
+        raise ConfigurationError(
+            f'"--plot-start-ms" must be >= 0, got {start_ms!r}', value=start_ms
+        )
     if not span_ms > 0:
-        raise ConfigurationError(f'"--plot-span-ms" must be > 0, got {span_ms!r}', span_ms)
+        raise ConfigurationError(f'"--plot-span-ms" must be > 0, got {span_ms!r}', value=span_ms)
     start = start_ms * 1e3
     if start >= timeline.end_us:
         raise ConfigurationError(
             f'"--plot-start-ms" {start_ms!r} is not before the run\'s end '
             f"({timeline.end_us / 1e3:g} ms)",
-            start_ms,
+            value=start_ms,
         )
     return start, min(timeline.end_us, start + span_ms * 1e3)
 
@@ -191,7 +193,7 @@ def plot_ofdm(
     """
     check_png(path)
     if result.timeline is None:
-        raise ConfigurationError("this OFDM result has no timeline to draw", result)
+        raise ConfigurationError("this OFDM result has no timeline to draw")
     title = f"Ker-ONE OFDM, seed {result.config.seed}"
     figure = figure_ofdm(result.timeline, start_ms=start_ms, span_ms=span_ms, title=title)
     return save_png(figure, path)

@@ -133,10 +133,13 @@ class EcosPpcCosts:
         for field in fields(self):
             value = getattr(self, field.name)
             if value < 0:
-                raise HwThreadArgumentError(f'"{field.name}" must be >= 0, got {value!r}', value)
+                raise HwThreadArgumentError(
+                    f'"{field.name}" must be >= 0, got {value!r}', value=value
+                )
         if self.dispatch_split > 1:
             raise HwThreadArgumentError(
-                f'"dispatch_split" must be <= 1, got {self.dispatch_split!r}', self.dispatch_split
+                f'"dispatch_split" must be <= 1, got {self.dispatch_split!r}',
+                value=self.dispatch_split,
             )
 
 
@@ -356,7 +359,7 @@ def _fit(
         numerator += slope * (y - at_zero[cell]) / y**2
         denominator += slope**2 / y**2
     if denominator == 0:
-        raise HwThreadArgumentError(f"cells {targets} do not depend on {name!r}", name)
+        raise HwThreadArgumentError(f"cells {targets} do not depend on {name!r}", value=name)
     return max(0.0, numerator / denominator)
 
 
@@ -375,7 +378,9 @@ def calibrated_costs(
     for cell in CELLS:
         value = figures.get(cell)
         if value is None or value <= 0:
-            raise HwThreadArgumentError(f"paper cell {cell!r} must be > 0, got {value!r}", cell)
+            raise HwThreadArgumentError(
+                f"paper cell {cell!r} must be > 0, got {value!r}", value=value
+            )
     costs = EcosPpcCosts(
         mutex_lock=0.0,
         mutex_unlock=0.0,

@@ -132,7 +132,7 @@ class SortHardware:
     def __post_init__(self) -> None:
         """Raises: HwThreadArgumentError: ``units`` < 1 or a negative overhead."""
         if self.units < 1 or self.round_overhead_cycles < 0:
-            raise HwThreadArgumentError(f"bad sorter parameters {self!r}", self)
+            raise HwThreadArgumentError(f"bad sorter parameters {self!r}")
 
     def cycles(self, counts: NetworkCounts) -> int:
         """Modeled cycles of the rounds ``counts`` reports (modeled)."""
@@ -246,18 +246,20 @@ def _await_parked(worker: _Worker) -> None:
         if worker.thread.state in (ThreadState.STOPPED, ThreadState.FAILED):
             return
         if time.monotonic() > deadline:
-            raise OsCallTimeoutError(f"{worker.thread.name} did not ask for work", worker.thread)
+            raise OsCallTimeoutError(
+                f"{worker.thread.name} did not ask for work", thread=worker.thread.name
+            )
         time.sleep(_POLL_S)
 
 
 def _validate(size: int, chunks: int) -> int:
     if chunks < 1:
-        raise HwThreadArgumentError(f'"chunks" must be >= 1, got {chunks!r}', chunks)
+        raise HwThreadArgumentError(f'"chunks" must be >= 1, got {chunks!r}', value=chunks)
     if size < 2 * chunks or size % chunks:
         raise HwThreadArgumentError(
             f'"size" must be a multiple of "chunks" with >= 2 words per chunk, '
             f"got size={size!r}, chunks={chunks!r}",
-            size,
+            value=size,
         )
     return size // chunks
 

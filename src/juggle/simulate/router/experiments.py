@@ -142,12 +142,12 @@ def run_edge_router(
     if experiment not in EXPERIMENTS:
         raise ConfigurationError(
             f"unknown experiment {experiment!r} (experiments: {', '.join(EXPERIMENTS)})",
-            experiment,
+            value=experiment,
         )
     if not 0 < duration_scale < math.inf:
         raise ConfigurationError(
             f'"duration_scale" must be a finite number > 0, got {duration_scale!r}',
-            duration_scale,
+            value=duration_scale,
         )
     if plot is not None:
         check_png(Path(plot))
@@ -364,12 +364,12 @@ def figure_point(
     """
     if experiment not in FIGURES:
         raise ConfigurationError(
-            f"unknown figure {experiment!r} (figures: {', '.join(FIGURES)})", experiment
+            f"unknown figure {experiment!r} (figures: {', '.join(FIGURES)})", value=experiment
         )
     setup = FIGURES[experiment]
     if not 0 <= index < len(setup.x):
         raise ConfigurationError(
-            f"{experiment} has points 0..{len(setup.x) - 1}, got {index!r}", index
+            f"{experiment} has points 0..{len(setup.x) - 1}, got {index!r}", value=index
         )
     registry = registry or default_registry()
     chosen = list(DEFAULT_POLICIES if policies is None else policies)
@@ -516,7 +516,7 @@ def oracle_schedule(model: RouterModel, trace: Trace, blocks: float = 1.0) -> li
     Raises :class:`~juggle.errors.ConfigurationError` for ``blocks`` <= 0.
     """
     if not blocks > 0:
-        raise ConfigurationError(f'"blocks" must be > 0, got {blocks!r}', blocks)
+        raise ConfigurationError(f'"blocks" must be > 0, got {blocks!r}', value=blocks)
     mean_pps = trace.packets / max(trace.duration_us * 1e-6, 1e-12)
     block = max(1, math.ceil(blocks * model.reconfig_us * 1e-6 * mean_pps))
     phases = []

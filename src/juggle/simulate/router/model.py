@@ -178,17 +178,19 @@ def load_router_model(profile: str | BoardProfile = "virtex4-router") -> RouterM
     except ValidationError as exc:
         raise ProfileError(
             f"profile {board.name!r}: [scenario] is not an edge-router scenario: {exc}",
-            board.name,
+            profile=board.name,
         ) from exc
     region = board.region(params.region)
     if region.bitstream_bytes is None:
         raise ProfileError(
-            f"profile {board.name!r}: region {region.name!r} needs bitstream_bytes", board.name
+            f"profile {board.name!r}: region {region.name!r} needs bitstream_bytes",
+            profile=board.name,
         )
     if params.initial not in KINDS:
         raise ProfileError(
             f"profile {board.name!r}: initial must be one of {list(KINDS)}, got {params.initial!r}",
-            params.initial,
+            profile=board.name,
+            value=params.initial,
         )
     ps = board.config_port.transfer_ps(region.bitstream_bytes) + 2 * board.bridge.switch_ps
     return RouterModel(params, ps / 1e6, board.name)
@@ -380,7 +382,7 @@ class RouterSim:
             except Exception as exc:
                 raise ControllerError(
                     f"controller {controller.name!r} failed at t={self.env.now:.1f} us: {exc}",
-                    controller,
+                    controller=controller.name,
                 ) from exc
             for action in actions:
                 self.apply(action, controller)
@@ -423,14 +425,16 @@ class RouterSim:
             raise ControllerError(
                 f"controller {name!r} asked for service {target!r}; the router has "
                 f"{dict(enumerate(KINDS))}",
-                action,
+                controller=name,
+                value=target,
             )
         for sid in action.to_software:
             if not 0 <= sid < len(KINDS):
                 raise ControllerError(
                     f"controller {name!r} evicts service {sid!r}; the router has "
                     f"{dict(enumerate(KINDS))}",
-                    action,
+                    controller=name,
+                    value=sid,
                 )
         views = self.service_views()
         try:
@@ -443,7 +447,8 @@ class RouterSim:
             raise ControllerError(
                 f"controller {name!r}: juggle to_hardware={target!r} "
                 f"to_software={action.to_software!r} refused: {exc}",
-                action,
+                controller=name,
+                value=target,
             ) from exc
 
     def service_views(self) -> tuple[ServiceView, ...]:

@@ -99,10 +99,12 @@ class ReconfigurablePart:
     def check(self, kind: str | None) -> None:
         """Raise unless a swap to ``kind`` may start now (see :meth:`reprogram`)."""
         if self.reconfiguring:
-            raise RegionBusyError(f"part {self.name!r} is already being reconfigured", self.name)
+            raise RegionBusyError(
+                f"part {self.name!r} is already being reconfigured", region=self.name
+            )
         if kind is not None and kind not in self.kinds:
             raise ConfigurationError(
-                f"part {self.name!r} cannot hold {kind!r} (kinds: {list(self.kinds)})", kind
+                f"part {self.name!r} cannot hold {kind!r} (kinds: {list(self.kinds)})", value=kind
             )
 
     def statistics(self) -> PartStatistics:

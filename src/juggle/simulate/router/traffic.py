@@ -107,7 +107,7 @@ class TrafficSpec:
         }
         for name, value in positive.items():
             if not value > 0:
-                raise ConfigurationError(f'"{name}" must be > 0, got {value!r}', value)
+                raise ConfigurationError(f'"{name}" must be > 0, got {value!r}', value=value)
         if len(self.mixes) < 2:
             raise ConfigurationError(f'"mixes" needs at least two mixes, got {len(self.mixes)}')
         if len({len(m.shares) for m in self.mixes}) != 1:
@@ -122,7 +122,7 @@ class TrafficSpec:
             raise ConfigurationError(
                 f"{self.spikes_per_period} spikes of {self.spike_s * 1e3:g} ms do not fit in a "
                 f"{self.stability_s * 1e3:g} ms stability period",
-                self.spikes_per_period,
+                value=self.spikes_per_period,
             )
 
 

@@ -163,12 +163,14 @@ def run_tdes(
     :class:`~juggle.errors.ProfileError` for a bad profile.
     """
     if calls <= 0:
-        raise ConfigurationError(f'"calls" must be > 0, got {calls!r}', calls)
+        raise ConfigurationError(f'"calls" must be > 0, got {calls!r}', value=calls)
     for size in sizes:
         if size <= 0 or size % BLOCK:
             raise ConfigurationError(f"buffer size {size!r} is not a positive multiple of 8")
     if hardware not in ("model", "rtl"):
-        raise ConfigurationError(f'"hardware" must be model or rtl, got {hardware!r}', hardware)
+        raise ConfigurationError(
+            f'"hardware" must be model or rtl, got {hardware!r}', value=hardware
+        )
     board = load_profile(profile) if isinstance(profile, str) else profile
     costs = costs or TierCosts()
     cpu_us = 1e6 / board.board.cpu_hz
@@ -299,7 +301,7 @@ class Fig8Workload:
         for name in ("runs", "calls_per_run", "cacao_jce_block_cycles"):
             value = getattr(self, name)
             if value <= 0:
-                raise ConfigurationError(f'"{name}" must be > 0, got {value!r}', value)
+                raise ConfigurationError(f'"{name}" must be > 0, got {value!r}', value=value)
         if self.cacao_jce_call_cycles < 0 or self.jvm_start_s < 0:
             raise ConfigurationError("cacao_jce_call_cycles and jvm_start_s must be >= 0")
         if self.buffer_bytes <= 0 or self.buffer_bytes % BLOCK:
@@ -326,7 +328,9 @@ def tier_seconds(
     Raises :class:`~juggle.errors.ConfigurationError` for an unknown tier or negative counts.
     """
     if tier not in TIERS:
-        raise ConfigurationError(f"unknown TDES tier {tier!r} (tiers: {', '.join(TIERS)})", tier)
+        raise ConfigurationError(
+            f"unknown TDES tier {tier!r} (tiers: {', '.join(TIERS)})", value=tier
+        )
     if calls < 0 or nbytes < 0:
         raise ConfigurationError(f"calls and bytes must be >= 0, got {calls!r}, {nbytes!r}")
     board = load_profile(profile) if isinstance(profile, str) else profile
@@ -354,13 +358,15 @@ def run_tdes_energy(
     :class:`~juggle.errors.ConfigurationError` for a bad workload or ``hardware``.
     """
     if hardware not in ("model", "rtl"):
-        raise ConfigurationError(f'"hardware" must be model or rtl, got {hardware!r}', hardware)
+        raise ConfigurationError(
+            f'"hardware" must be model or rtl, got {hardware!r}', value=hardware
+        )
     work = workload or Fig8Workload()
     work.check()
     board = load_profile(profile) if isinstance(profile, str) else profile
     power = board.power
     if power is None:
-        raise ProfileError(f"profile {board.name!r} has no [power] section", board.name)
+        raise ProfileError(f"profile {board.name!r} has no [power] section", profile=board.name)
     costs = costs or TierCosts()
     region = board.regions[0]
     cpu_us = 1e6 / board.board.cpu_hz

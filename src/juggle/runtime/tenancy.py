@@ -1248,7 +1248,10 @@ class TenantArbiter:
             return self._count(False)
         bitstream, data = svc.bitstreams[region]
         fabric = self._host.fabric
+        hardware = svc.managed.hardware
         try:
+            if hardware is not None:  # the module on disk changed since install: refuse
+                hardware.check_pinned(region)
             fabric.program(region, bitstream, data, resources=svc.resources, owner=OWNER)
             window = fabric.window(region)
         except JuggleError as exc:

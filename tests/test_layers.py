@@ -14,6 +14,8 @@ the real tree.
 5. No import cycle passes through a runtime module.
 6. No module under ``juggle.runtime`` imports the simulated fabric (``juggle.fabric.sim``):
    contexts are the drivers' own register work.
+7. ``juggle.fabric`` looks down only: it imports nothing of the runtime, the daemon, the
+   dashboard or the command modules (the runtime builds on the fabric, never the reverse).
 """
 
 from __future__ import annotations
@@ -207,6 +209,20 @@ def runtime_imports_simulator(edges: list[Edge], modules: set[str]) -> list[str]
     ]
 
 
+#: what the fabric must never import: the floors above it
+ABOVE_FABRIC = ("juggle.runtime", "juggle.daemon", "juggle.dashboard", "juggle.commands")
+
+
+def fabric_looks_up(edges: list[Edge], modules: set[str]) -> list[str]:
+    return [
+        f"{e.module}:{e.line} imports {t}"
+        for e in edges
+        if within(e.module, "juggle.fabric")
+        for t in resolved(e, modules)[:1]
+        if any(within(t, up) for up in ABOVE_FABRIC)
+    ]
+
+
 # -- the real tree --------------------------------------------------------------------------
 
 
@@ -258,6 +274,10 @@ def test_the_runtime_does_not_import_the_simulator() -> None:
     assert runtime_imports_simulator(*real()) == []
 
 
+def test_the_fabric_imports_nothing_above_it() -> None:
+    assert fabric_looks_up(*real()) == []
+
+
 # -- each rule fails when broken -------------------------------------------------------------
 
 MODULES = {
@@ -272,6 +292,8 @@ MODULES = {
     "juggle.core.allocator",
     "juggle.fabric.profiles",
     "juggle.fabric.sim.window",
+    "juggle.fabric.linux.dfxmgr",
+    "juggle.runtime.descriptors",
     "juggle.daemon.server",
     "juggle.commands",
     "juggle.commands.cli",
@@ -337,6 +359,11 @@ BREAKS = [
         id="runtime-cycle-through-a-module-outside",
     ),
     pytest.param(
+        fabric_looks_up,
+        [e("juggle.fabric.linux.dfxmgr", "juggle.runtime.descriptors", "parse_toml")],
+        id="fabric-imports-the-runtime",
+    ),
+    pytest.param(
         runtime_imports_simulator,
         [e("juggle.runtime.services", "juggle.fabric.sim.window", "SimWindow")],
         id="runtime-imports-simulator",
@@ -363,6 +390,7 @@ def test_each_rule_catches_its_break(rule: object, edges: list[Edge]) -> None:
         (daemon_uses_runtime_internals, [e("juggle.daemon.server", "juggle.runtime", "Framework")]),
         (daemon_uses_runtime_internals, [e("juggle.daemon.server", "juggle", "errors")]),
         (library_imports_commands, [e("juggle.commands.cli", "juggle.runtime", "Framework")]),
+        (fabric_looks_up, [e("juggle.fabric.linux.dfxmgr", "juggle.errors", "DfxPackageError")]),
         (
             runtime_cycles,
             [

@@ -295,7 +295,8 @@ def module_import_dfx(
 ) -> None:
     """Write juggle.toml making a dfx-mgr package the hardware tier of a co-module: each
     slot's partial becomes the bitstream of the profile's region of that slot."""
-    from juggle.fabric.linux.dfxmgr import import_package, profile_regions
+    from juggle.fabric.linux.dfxmgr import profile_regions
+    from juggle.runtime.dfximport import import_package
 
     try:
         report = import_package(

@@ -28,12 +28,12 @@ from juggle.fabric.linux.dfxmgr import (
     decode_message,
     dfxmgrd_answers,
     encode_message,
-    import_package,
     read_package,
 )
 from juggle.fabric.linux.fake_dfxmgrd import FakeDfxMgrd
 from juggle.fabric.linux.loader import IsolationWrite, SlotLoad
 from juggle.runtime.descriptors import parse_toml
+from juggle.runtime.dfximport import import_package
 
 PARTIAL0 = "opendfx_shell_i_RP_0_AES128_inst_0_partial.bit.bin"
 PARTIAL1 = "opendfx_shell_i_RP_1_AES128_inst_1_partial.bit.bin"
@@ -247,7 +247,8 @@ def test_malformed_package_names_file_and_field(case: str, tmp_path: Path, short
     before = snapshot(tmp_path)
     with pytest.raises(DfxPackageError) as caught:
         read_package(base)
-    path, named_field = caught.value.subject
+    path, named_field = caught.value.path, caught.value.field
+    assert path is not None
     assert Path(path).name == file_name or file_name in path
     assert named_field == field_name
     assert file_name in str(caught.value) and repr(field_name) in str(caught.value)

@@ -40,7 +40,8 @@ requests juggle uses:
 :class:`DfxMgrdLoader` implements :class:`~juggle.fabric.linux.loader.Loader` over this
 protocol, so dfx-mgrd and juggle agree on who holds each slot and juggle never writes the
 FPGA manager itself while dfx-mgrd runs. A dfx-mgr package becomes the hardware tier of a
-co-module with :func:`import_package` (``juggle module import-dfx``), which writes a
+co-module with :func:`juggle.runtime.dfximport.import_package` (``juggle module
+import-dfx``), which writes a
 ``juggle.toml`` whose per-region bitstream table names each slot's partial; the slot's overlay
 is the ``.dtbo`` beside it (:func:`slot_overlay`). When such a module is installed on the Linux
 backend, the backend reads that overlay (:func:`slot_design`, which checks it loads that very
@@ -52,7 +53,6 @@ design carries it, its ``firmware-name`` set to the file the image is staged as
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import socket
@@ -79,7 +79,6 @@ __all__ = [
     "decode_message",
     "dfxmgrd_answers",
     "encode_message",
-    "import_package",
     "in_slot_folder",
     "read_package",
     "retarget_overlay",
@@ -225,7 +224,7 @@ class DfxMgrdLoader:
         except OSError as exc:
             raise ProgrammingError(
                 f"dfx-mgrd at {self.socket_path} did not answer request {msg_id}: {exc}",
-                self.socket_path,
+                path=self.socket_path,
             ) from exc
         return decode_message(reply)[3]
 
@@ -237,7 +236,7 @@ class DfxMgrdLoader:
             raise ProgrammingError(
                 f"region {region!r} cannot be a dfx-mgr region: at most {MAX_REGION_NAME} "
                 "characters, no blank or colon (MAX_REGION_NAME_LEN in dfxmgr_client.h)",
-                region,
+                region=region,
             )
         with self._lock:
             if region in self._held:
@@ -256,7 +255,7 @@ class DfxMgrdLoader:
                 raise ProgrammingError(
                     f"staging folder {str(folder)!r} holds a blank or colon, which dfx-mgrd's "
                     "request parser splits on; choose another stage_dir",
-                    str(folder),
+                    path=str(folder),
                 )
             folder.mkdir(parents=True, exist_ok=True)
             image.write_bytes(job.image)
@@ -275,7 +274,8 @@ class DfxMgrdLoader:
                 raise ProgrammingError(
                     f"dfx-mgrd refused to load {job.design!r} into region {region!r}: "
                     f"reply {reply!r}{code}{where}",
-                    region,
+                    region=region,
+                    design=job.design,
                 )
             self._held[region] = _Held(job.design, handle, tuple(files))
 
@@ -289,7 +289,7 @@ class DfxMgrdLoader:
                 f"shell {spec.name!r}: loading its base through dfx-mgrd needs base_image "
                 f"(it is {spec.base_image!r}) and the loader's firmware_dir "
                 f"(it is {self.firmware_dir})",
-                spec.name,
+                design=spec.name,
             )
         image = self.firmware_dir / _safe_name(spec.base_image, "base_image")
         text, flags = str(image), 0
@@ -300,7 +300,7 @@ class DfxMgrdLoader:
             raise ProgrammingError(
                 f"firmware_dir {str(self.firmware_dir)!r} holds a blank or colon, which "
                 "dfx-mgrd's request parser splits on",
-                str(self.firmware_dir),
+                path=str(self.firmware_dir),
             )
         with self._lock:
             reply = self._ask(USER_LOAD, text, flags=flags)
@@ -310,7 +310,7 @@ class DfxMgrdLoader:
                 raise ProgrammingError(
                     f"dfx-mgrd refused to load shell {spec.name!r} ({spec.base_image}): "
                     f"reply {reply!r}{where}",
-                    spec.name,
+                    design=spec.name,
                 )
             self._held[BASE_REGION] = _Held(spec.name, handle, ())
 
@@ -329,7 +329,8 @@ class DfxMgrdLoader:
             raise ProgrammingError(
                 f"dfx-mgrd refused to unload {held.design!r} (handle {held.handle}) from "
                 f"region {region!r}: reply {reply!r}{where}",
-                region,
+                region=region,
+                design=held.design,
             )
         del self._held[region]
         _remove(held.files)
@@ -369,7 +370,7 @@ def _safe_name(name: str, what: str) -> str:
         raise ProgrammingError(
             f"{what} {name!r} is not a plain file name without blanks or colons "
             "(dfx-mgrd splits its request on them)",
-            name,
+            value=name,
         )
     return name
 
@@ -440,12 +441,15 @@ class DfxPackage:
         except KeyError:
             raise DfxPackageError(
                 f"{self.folder}: no accelerator {name!r}; it has {sorted(self.accels)}",
-                (str(self.folder), name),
+                path=str(self.folder),
+                field=name,
             ) from None
 
 
 def _fail(path: Path, field_name: str, problem: str) -> DfxPackageError:
-    return DfxPackageError(f"{path}: field {field_name!r}: {problem}", (str(path), field_name))
+    return DfxPackageError(
+        f"{path}: field {field_name!r}: {problem}", path=str(path), field=field_name
+    )
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -820,113 +824,6 @@ def retarget_overlay(blob: bytes, firmware_name: str, *, source: str = "<dtbo>")
         if overlay is not None and "firmware-name" in overlay.props:
             overlay.props["firmware-name"] = firmware_name.encode("ascii") + b"\0"
     return encode_fdt(root)
-
-
-# -- import-dfx ---------------------------------------------------------------------------------
-
-_MODULE_NAME: Final = re.compile(r"[^a-z0-9_\-]+")
-
-
-def _toml_string(text: str) -> str:
-    return json.dumps(text)  # a JSON string is a TOML basic string for these characters
-
-
-def import_package(
-    package: str | Path,
-    *,
-    interface: str,
-    driver: str,
-    accel: str | None = None,
-    regions: Mapping[int, str] | Sequence[str] | None = None,
-    target_dir: str | Path | None = None,
-    name: str | None = None,
-    version: str = "1.0.0",
-    software: str | None = None,
-    native: str | None = None,
-    force: bool = False,
-) -> dict[str, Any]:
-    """Write ``juggle.toml`` in ``target_dir`` (the package folder by default) making the
-    package's accelerator ``accel`` (the only one by default) the hardware tier of a co-module:
-    ``interface`` served by ``driver`` (and ``software``/``native`` classes when given), with
-    a bitstream per region, slot N's partial for the region ``regions`` maps N to.
-
-    Everything is checked before the file is written: the package (:func:`read_package`), the
-    paths (inside ``target_dir``) and the descriptor itself (``parse_toml``); an existing
-    ``juggle.toml`` is replaced only with ``force``. Returns a report (path, module, regions).
-    """
-    from juggle.errors import DescriptorError
-    from juggle.runtime.descriptors import parse_toml
-
-    pkg = read_package(package, regions=regions)
-    if accel is None:
-        if len(pkg.accels) != 1:
-            raise DfxPackageError(
-                f"{pkg.folder}: holds accelerators {sorted(pkg.accels)}; name one (--accel)",
-                (str(pkg.folder), "accel"),
-            )
-        accel = next(iter(pkg.accels))
-    chosen = pkg.accel(accel)
-    if not chosen.slots:
-        raise DfxPackageError(
-            f"{pkg.folder}: accelerator {accel!r} has no <accel>_slot<N> folder",
-            (str(pkg.folder), accel),
-        )
-    root = Path(target_dir) if target_dir is not None else pkg.folder
-    root_resolved = root.resolve()
-    bitstreams: dict[str, str] = {}
-    for slot, spec in sorted(chosen.slots.items()):
-        region = pkg.shell.slots[slot].region
-        try:
-            rel = spec.partial.resolve().relative_to(root_resolved)
-        except ValueError:
-            raise DescriptorError(
-                f"partial {spec.partial} is outside the module folder {root}; put the package "
-                "inside it",
-                str(spec.partial),
-            ) from None
-        bitstreams[region] = rel.as_posix()
-    module = name or _MODULE_NAME.sub("-", accel.lower()).strip("-_") or "dfx"
-    lines = [
-        f"# written by `juggle module import-dfx` from the dfx-mgr package {pkg.name}",
-        f"# (accelerator {accel}); each slot's overlay is the .dtbo beside its partial",
-        "[module]",
-        f"name = {_toml_string(module)}",
-        f"version = {_toml_string(version)}",
-        f"description = {_toml_string(f'dfx-mgr package {pkg.name}, accelerator {accel}')}",
-        "",
-        "[[services]]",
-        f"interfaces = [{_toml_string(interface)}]",
-        "",
-    ]
-    for tier, cls in (("software", software), ("native", native)):
-        if cls:
-            lines += [f"[services.{tier}]", f"class = {_toml_string(cls)}", ""]
-    table = ", ".join(f"{_toml_string(r)} = {_toml_string(p)}" for r, p in bitstreams.items())
-    lines += [
-        "[services.hardware]",
-        f"driver = {_toml_string(driver)}",
-        f"bitstreams = {{ {table} }}",
-        "",
-    ]
-    text = "\n".join(lines)
-    target = root / "juggle.toml"
-    parse_toml(text.encode("utf-8"), str(target))  # the descriptor validates, or nothing
-    if target.exists() and not force:
-        raise DescriptorError(f"{target} exists; pass --force to replace it", str(target))
-    tmp = target.with_name(f".juggle.toml.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
-    return {
-        "path": str(target),
-        "module": module,
-        "package": pkg.name,
-        "accel": accel,
-        "bitstreams": bitstreams,
-        "overlays": {
-            pkg.shell.slots[s].region: (str(spec.overlay) if spec.overlay else None)
-            for s, spec in sorted(chosen.slots.items())
-        },
-    }
 
 
 def profile_regions(profile: Any) -> dict[int, str]:

@@ -87,7 +87,7 @@ def _message(data: object) -> memoryview:
         view = memoryview(data)  # type: ignore[arg-type]
     except TypeError:
         raise ServiceArgumentError(
-            f'"data" must be bytes-like, got {type(data).__name__}', subject=data
+            f'"data" must be bytes-like, got {type(data).__name__}', argument="data"
         ) from None
     if view.format != "B" or view.ndim != 1 or not view.c_contiguous:
         view = memoryview(view.tobytes())  # any buffer, as its bytes in memory order
@@ -99,7 +99,8 @@ def _value(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MASK32:
         raise ServiceArgumentError(
             f'"value" must be an int in 0..0xFFFFFFFF (a previous CRC-32), got {value!r}',
-            subject=value,
+            argument="value",
+            value=value,
         )
     return value
 
@@ -254,8 +255,7 @@ class Crc32Driver(ChecksumService):
                 polls += 1
                 if polls >= self._max_polls:
                     raise CoreTimeoutError(
-                        f"Crc32Driver: core still BUSY after {polls} status reads",
-                        subject=self._mmio,
+                        f"Crc32Driver: core still BUSY after {polls} status reads"
                     )
             return read(CRC)
 

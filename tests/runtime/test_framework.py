@@ -565,9 +565,9 @@ def test_a_juggles_steps_refuse_actions_no_juggle_has(fw: juggle.Framework) -> N
     from juggle.core.actions import Signal
     from juggle.core.tenants import ProgrammingModel, SignalKind
     from juggle.errors import UnknownActionError
-    from juggle.runtime.juggling import JuggleStep, JuggleSteps
+    from juggle.runtime.juggling import JuggleAccount, JuggleSteps
 
-    account = JuggleStep()
+    account = JuggleAccount()
     steps = JuggleSteps(fw.fabric, fw.options, fw._table)
     stray = Signal("<juggle>", "1", SignalKind.READY, ProgrammingModel.NATIVE)
     with pytest.raises(UnknownActionError, match="Disconnect, Reconfigure and Connect"):

@@ -6,7 +6,7 @@ Unix socket, each as the tenant the kernel says it is.
 - :mod:`~juggle.daemon.transport`: the listening socket (accepted from the asyncio event
   loop), each connection's reader thread reading frames from its blocking socket, the
   thread-safe writer, and the poller that watches a socket while its reader runs a call;
-- :mod:`~juggle.daemon.dispatch`: where each request runs (inline, on the reader thread, or
+- :mod:`~juggle.daemon.routing`: where each request runs (inline, on the reader thread, or
   in the call or admin pool) and its reply; it counts the requests running for a shutdown;
 - :mod:`~juggle.daemon.operations`: one function per operation, and their table;
 - :mod:`~juggle.daemon.sessions`: what a connection holds (remote proxies, service state
@@ -44,11 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from juggle.daemon.dashboard import DashboardServer, admin_token
-from juggle.daemon.dispatch import Dispatcher
 from juggle.daemon.operations import OPERATIONS
 from juggle.daemon.policy import AccessPolicy, PeerCredentials, peer_credentials
 from juggle.daemon.protocol import DEFAULT_MAX_FRAME, PROTOCOL_VERSION, error_to_wire, frame, pack
 from juggle.daemon.quotas import Accounts, nofile
+from juggle.daemon.routing import RequestRouter
 from juggle.daemon.safefs import bind_unix_socket
 from juggle.daemon.sessions import Connection, Sessions
 from juggle.daemon.spin import DEFAULT_SPIN_US, check_spin_us
@@ -123,7 +123,7 @@ class Daemon:
         self._stopped: asyncio.Event | None = None
         self._listener: Listener | None = None
         self._poller: Poller[Connection] = Poller()
-        self._dispatcher = Dispatcher(
+        self._dispatcher = RequestRouter(
             self, OPERATIONS, self._poller, self.accounts.check_rate, workers
         )
         self._reader = Reader(

@@ -422,7 +422,7 @@ class Poller(Generic[L]):
 
 #: Starts one request of a link: ``dispatch(link, request, inline)``; ``inline`` says no
 #: other request of it is known to be waiting (so a call may run on the calling thread).
-Dispatch = Callable[[L, dict[str, Any], bool], None]
+Route = Callable[[L, dict[str, Any], bool], None]
 
 
 class Reader(Generic[L]):
@@ -436,7 +436,7 @@ class Reader(Generic[L]):
     def __init__(
         self,
         poller: Poller[L],
-        dispatch: Dispatch[L],
+        dispatch: Route[L],
         pool: Executor,
         finish: Callable[[L], None],
     ) -> None:

@@ -31,7 +31,7 @@ from juggle.errors import (
 )
 from juggle.fabric.fabric import Fabric
 from juggle.fabric.region import RegionState
-from juggle.runtime.juggling import ActionMemo, JuggleStep, JuggleSteps, juggle_actions
+from juggle.runtime.juggling import ActionMemo, JuggleAccount, JuggleSteps, juggle_actions
 from juggle.runtime.lifecycle import Lifecycle
 from juggle.runtime.options import FrameworkOptions
 from juggle.runtime.services import ManagedService
@@ -140,10 +140,10 @@ class Juggler:
         plan: JugglePlan,
         entering: ManagedService | None,
         leaving: Sequence[ManagedService],
-    ) -> JuggleStep:
+    ) -> JuggleAccount:
         """Carry out ``plan`` (under the lock); on any failure undo what was done, settle the
         regions it touched and raise the error."""
-        account = JuggleStep()
+        account = JuggleAccount()
         touched = {m.region for m in leaving if m.region is not None}
         if entering is not None and plan.region is not None:
             touched.add(plan.region)
@@ -164,7 +164,7 @@ class Juggler:
         """Whether the calling thread is inside a juggle's steps (a driver, a hook)."""
         return self._running_in == threading.get_ident()
 
-    def settle(self, regions: Sequence[str], account: JuggleStep | None = None) -> None:
+    def settle(self, regions: Sequence[str], account: JuggleAccount | None = None) -> None:
         """After an undone juggle (or a stopped service): each of ``regions`` that holds a
         design no service serves from is unloaded, or discarded (ERROR, to be programmed
         afresh) when even the unload fails; a region some service serves from is left alone."""
@@ -301,7 +301,7 @@ class Juggler:
         entering: int | None,
         leaving: tuple[int, ...],
         region: str | None,
-        done: JuggleStep,
+        done: JuggleAccount,
         t0: float,
         why: str,
         m: ManagedService,

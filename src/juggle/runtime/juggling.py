@@ -9,7 +9,7 @@ decision core's actions (:mod:`juggle.core.actions`), in the order they run: a
 entering one. :func:`juggle.core.execute.execute` dispatches them, as it does every shell's
 actions, to :class:`JuggleSteps`, which carries each out against the fabric and the proxies
 like ``fpga_region_program_fpga``: each step that succeeded pushes its undo on the
-:class:`JuggleStep` account, and the caller runs the undos in reverse on any failure.
+:class:`JuggleAccount` account, and the caller runs the undos in reverse on any failure.
 Afterwards every service serves from the tier it was on before, every region holds the design
 of the service that serves from it or is empty or ERROR, and the next juggle works.
 
@@ -60,7 +60,7 @@ from juggle.runtime.services import ManagedService, Switched
 from juggle.runtime.table import ServiceTable
 from juggle.runtime.tenancy import SYSTEM_TENANT
 
-__all__ = ["ActionMemo", "JuggleStep", "JuggleSteps", "device_name", "juggle_actions"]
+__all__ = ["ActionMemo", "JuggleAccount", "JuggleSteps", "device_name", "juggle_actions"]
 
 log = logging.getLogger("juggle")
 
@@ -68,7 +68,7 @@ Undo = Callable[[], None]
 
 
 @dataclass(slots=True)
-class JuggleStep:
+class JuggleAccount:
     """The running account of one juggle: steps done, modeled costs, undos pending."""
 
     steps: list[str] = field(default_factory=list)
@@ -176,7 +176,7 @@ class JuggleSteps:
         self._options = options
         self._table = table
         # the juggle running now: its account, services, and where the entering one goes
-        self._account = JuggleStep()
+        self._account = JuggleAccount()
         self._moving: Sequence[ManagedService] = ()
         self._entering_region: str | None = None
         self._core: HardwareCore | None = None  # reconfigured, to connect
@@ -184,7 +184,7 @@ class JuggleSteps:
     def run(
         self,
         actions: Iterable[Action],
-        account: JuggleStep,
+        account: JuggleAccount,
         moving: Sequence[ManagedService],
         region: str | None,
     ) -> None:

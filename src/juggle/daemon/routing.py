@@ -1,6 +1,6 @@
 """Where each request of the daemon runs, and its reply.
 
-:class:`Dispatcher` takes a parsed request of a connection (from its reader thread, or a pool
+:class:`RequestRouter` takes a parsed request of a connection (from its reader thread, or a pool
 thread reading for it) and checks it: a known operation, admin rights, the tenant's call
 rate, the daemon not shutting down; a refusal is one ``err`` reply. Then:
 
@@ -33,7 +33,7 @@ from juggle.daemon.sessions import Connection
 from juggle.daemon.transport import HELPER, READER, WATCHED, Poller
 from juggle.errors import AccessDeniedError, DaemonShuttingDownError, JuggleError, ProtocolError
 
-__all__ = ["ADMIN_WORKERS", "MAX_ERROR_MESSAGE", "Dispatcher"]
+__all__ = ["ADMIN_WORKERS", "MAX_ERROR_MESSAGE", "RequestRouter"]
 
 log = logging.getLogger("juggle.daemon")
 
@@ -44,7 +44,7 @@ MAX_ERROR_MESSAGE = 4096
 _SHUTTING_DOWN = "the daemon is shutting down: calls running finish, new ones are refused"
 
 
-class Dispatcher:
+class RequestRouter:
     """Checks each request and runs it: inline, on the reader thread watched by ``poller``,
     or in a pool (``workers`` threads for calls). ``operations`` run with ``ctx``;
     ``check_rate(identity)`` raises when a tenant is over its ``calls_per_s``."""

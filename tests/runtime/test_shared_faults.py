@@ -34,8 +34,12 @@ from juggle.runtime.hardware import GuardedWindow
 
 PLAIN = b"sixteen bytes!!!"
 WAIT_S = 10.0
-#: The guard's call timeout: a hung call must end soon after it (the test allows WAIT_S).
+#: The guard's call timeout: a hung call must end soon after it.
 CALL_TIMEOUT_S = 0.2
+#: How long a hung call may take in all: the call timeout, plus room for a loaded machine to
+#: schedule the guard's look at the clock (every 64 reads) and the fallback; a core that the
+#: guard does not stop polls for ever (the driver's own cap is 2**62 polls)
+HUNG_CALL_BOUND_S = CALL_TIMEOUT_S + 3.0
 PLACEMENTS = ("arbitrated", "juggle-placed")
 
 SECOND_REGION = """
@@ -308,7 +312,7 @@ def test_a_fault_in_the_shared_hardware_only_core_is_contained(
         with pytest.raises(HardwareFaultError, match=named) as raised:
             a.join()
         assert (raised.value.service_id, raised.value.region) == (s.sid, "prr0")
-        assert a.elapsed < WAIT_S
+        assert a.elapsed < HUNG_CALL_BOUND_S, a.elapsed
         with pytest.raises(HardwareFaultError, match=named):
             b.join()
 

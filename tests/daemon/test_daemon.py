@@ -37,6 +37,7 @@ from juggle.daemon import (
     DaemonUnavailableError,
     connect,
 )
+from juggle.daemon.protocol import PROTOCOL_VERSION
 from juggle.errors import (
     BlockSizeError,
     ConfigurationError,
@@ -318,16 +319,68 @@ bitstreams = { prr0 = "bitstreams/des_prr0.bit" }
 """
 
 
+#: The driver of the hardware-only DES copy of the next test: each call of a consumer, once
+#: the core is done (the call still running, its region Busy), waits until the FIFO
+#: ``RELEASE`` is readable. The test holds the FIFO open read-write and writes one byte,
+#: which releases every call from then on; a call never released fails after 60 s.
+HELD_DES_DRIVER = """
+import os
+import select
+
+from juggle.services.crypto import DesDriver
+
+RELEASE = {release!r}
+
+
+def held():
+    fd = os.open(RELEASE, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not select.select([fd], [], [], 60.0)[0]:
+            raise RuntimeError("the test never released the call")
+    finally:
+        os.close(fd)
+
+
+class HeldDesDriver(DesDriver):
+    def load_key(self, key):
+        super().load_key(key)
+        held()
+
+    def encrypt(self, buf, size):
+        done = super().encrypt(buf, size)
+        held()
+        return done
+
+    def decrypt(self, buf, size):
+        done = super().decrypt(buf, size)
+        held()
+        return done
+"""
+
+
 @pytest.mark.skipif(not running_as_root(), reason="needs a second uid (setuid in a child)")
 def test_aware_tenant_is_preempted_by_a_realtime_tenant_in_another_process(
     spawn: Any, tmp_path: Any
 ) -> None:
     """low (aware, priority 0) uses the TDES co-module in hardware; rt (real-time, another
     uid and process) needs the only region for hardware-only DES: low hears PREEMPT, its calls
-    are answered from software meanwhile, and READY comes once the region is back."""
+    are answered from software while rt computes, and READY comes once the region is back.
+
+    A real-time tenant holds the region only while its call runs: when the call ends, the
+    region goes back to the preempted co-module waiting for it (Ker-ONE: the end of a call is
+    the consistency point). So rt's DES driver holds each call, after the core is done, until
+    the test releases it through a FIFO: low's calls land in software while rt's first call
+    is held.
+    """
+    release = tmp_path / "release"
+    os.mkfifo(release)
+    release_fd = os.open(release, os.O_RDWR | os.O_NONBLOCK)  # held open: the byte stays
     deshw = tmp_path / "deshw"
     shutil.copytree(MODULES / "des", deshw)
-    (deshw / "juggle.toml").write_text(DES_HARDWARE_ONLY)
+    (deshw / "held_des.py").write_text(HELD_DES_DRIVER.format(release=str(release)))
+    (deshw / "juggle.toml").write_text(
+        DES_HARDWARE_ONLY.replace("des_module.DesDriver", "held_des.HeldDesDriver")
+    )
     daemon = spawn(
         policy(
             tenant("low", 0, 'priority = 0\nmodel = "aware"\n'),
@@ -341,7 +394,6 @@ def test_aware_tenant_is_preempted_by_a_realtime_tenant_in_another_process(
         enc = low.get_service("EncryptionService", filter="(algorithm=tdes)")
         enc.load_key(KEY)
         low.juggle(to_hardware=enc.service_id)
-        native_before = low.statistics(enc.service_id).per_tier["native"].calls
         stop = threading.Event()
         seen: dict[str, int] = {"calls": 0, "wrong": 0, "failed": 0}
 
@@ -356,43 +408,56 @@ def test_aware_tenant_is_preempted_by_a_realtime_tenant_in_another_process(
                     seen["failed"] += 1
                 seen["calls"] += 1
 
+        def native_calls() -> int:
+            return int(low.statistics(enc.service_id).per_tier["native"].calls)
+
+        def rt_computes() -> bool:  # rt's first call, held: no other call of rt runs
+            (rt_tenant,) = [t for t in low.tenants() if t.name == "rt"]
+            (des,) = [d for d in rt_tenant.devices if d.device == "des"]
+            return bool(des.running) and low.regions()[0].design == "des"
+
         caller = threading.Thread(target=calls)
         caller.start()
-        release_r, release_w = os.pipe()  # rt holds the region until a byte comes here
         outcome: dict[str, Any] = {}
         holder = threading.Thread(
-            target=lambda: outcome.update(
-                rt=run_as(NOBODY, realtime_mode, str(daemon.socket), release_r)
-            )
+            target=lambda: outcome.update(rt=run_as(NOBODY, realtime_mode, str(daemon.socket)))
         )
         holder.start()
         try:
-            preempt = channel.wait_for("preempt", timeout=10)
+            preempt = channel.wait_for("preempt", timeout=30)
             assert preempt is not None and preempt.tenant == "low"
             assert preempt.service_id == enc.service_id
-            # rt holds the region: low's calls go on, answered from software meanwhile
-            assert wait_until(
-                lambda: low.statistics(enc.service_id).per_tier["native"].calls > native_before,
-                10.0,
-            )
-            os.write(release_w, b"x")
-            holder.join(30)
+            # rt's first call holds the region until released: low's calls go on meanwhile,
+            # answered from software
+            assert wait_until(rt_computes, 30.0)
+            held_from = native_calls()
+            assert wait_until(lambda: native_calls() > held_from, 30.0)
+            assert rt_computes() and low.statistics(enc.service_id).tier == "native"
+            os.write(release_fd, b"x")
+            holder.join(60)
             rt = outcome["rt"]
             assert rt["identity"]["name"] == "rt" and rt["right"] == 3
-            ready = channel.wait_for("ready", timeout=10)
-            assert ready is not None and ready.service_id == enc.service_id
-            assert wait_until(lambda: low.statistics(enc.service_id).tier == "hardware", 10.0)
+            # rt is done: the co-module is back in hardware, and every PREEMPT low heard
+            # (one per call of rt) was followed by READY once the region was back
+            assert wait_until(lambda: low.statistics(enc.service_id).tier == "hardware", 30.0)
+            heard = [str(preempt.kind)]
+
+            def every_preempt_answered() -> bool:
+                heard.extend(str(s.kind) for s in channel.drain())
+                return heard.count("ready") == heard.count("preempt")
+
+            assert wait_until(every_preempt_answered, 30.0), heard
+            assert heard == ["preempt", "ready"] * (len(heard) // 2), heard
         finally:
             with contextlib.suppress(OSError):
-                os.write(release_w, b"x")
+                os.write(release_fd, b"x")
             stop.set()
             caller.join(30)
-            holder.join(30)
-            os.close(release_r)
-            os.close(release_w)
+            holder.join(60)
+            os.close(release_fd)
         assert seen["calls"] > 0 and seen["wrong"] == 0 and seen["failed"] == 0, seen
         per_tier = low.statistics(enc.service_id).per_tier
-        assert per_tier["native"].calls > native_before  # answered from software meanwhile
+        assert per_tier["native"].calls > held_from  # answered from software meanwhile
         assert per_tier["hardware"].calls > 0
 
 
@@ -524,15 +589,17 @@ MALFORMED: dict[str, Callable[[random.Random], bytes]] = {
     "random bytes": lambda rng: rng.randbytes(rng.randrange(1, 300)),
     "huge length": lambda rng: struct.pack(">I", 0xFFFFFFFF) + b"\x80",
     "zero length": lambda rng: struct.pack(">I", 0),
-    "wrong version": lambda rng: _frame({"v": 2, "id": 1, "op": "ping"}),
+    "wrong version": lambda rng: _frame({"v": PROTOCOL_VERSION + 1, "id": 1, "op": "ping"}),
     "no version": lambda rng: _frame({"id": 1, "op": "ping"}),
     "not a map": lambda rng: _frame([1, 2, 3]),
-    "bad id": lambda rng: _frame({"v": 1, "id": "x", "op": "ping"}),
-    "reserved id": lambda rng: _frame({"v": 1, "id": 0, "op": "ping"}),
-    "no op": lambda rng: _frame({"v": 1, "id": 1}),
+    "bad id": lambda rng: _frame({"v": PROTOCOL_VERSION, "id": "x", "op": "ping"}),
+    "reserved id": lambda rng: _frame({"v": PROTOCOL_VERSION, "id": 0, "op": "ping"}),
+    "no op": lambda rng: _frame({"v": PROTOCOL_VERSION, "id": 1}),
     "not msgpack": lambda rng: struct.pack(">I", 3) + b"\xc1\xc1\xc1",
     "deep nesting": lambda rng: struct.pack(">I", 100001) + b"\x91" * 100000 + b"\xc0",
-    "unknown ext": lambda rng: _frame({"v": 1, "id": 1, "op": "x", "a": msgpack.ExtType(9, b"")}),
+    "unknown ext": lambda rng: _frame(
+        {"v": PROTOCOL_VERSION, "id": 1, "op": "x", "a": msgpack.ExtType(9, b"")}
+    ),
     "garbage payload": lambda rng: struct.pack(">I", 64) + rng.randbytes(64),
 }
 
@@ -568,7 +635,8 @@ def test_malformed_frames_close_only_their_connection(shared_daemon: DaemonProce
         # a well-formed request for an unknown operation is an error reply, not a close
         sock = _raw(shared_daemon)
         sock.sendall(
-            _frame({"v": 1, "id": 5, "op": "no-such-op"}) + _frame({"v": 1, "id": 6, "op": "ping"})
+            _frame({"v": PROTOCOL_VERSION, "id": 5, "op": "no-such-op"})
+            + _frame({"v": PROTOCOL_VERSION, "id": 6, "op": "ping"})
         )
         replies = [_read_reply(sock), _read_reply(sock)]
         sock.close()

@@ -269,12 +269,9 @@ class Framework:
         return self._juggler.juggle(to_hardware, to_software)
 
     def set_tier(self, service_id: int, tier: str) -> JuggleReport:
-        """Serve ``service_id`` from ``tier`` (``software``, ``native`` or ``hardware``).
-
-        Raises :class:`~juggle.errors.UnknownServiceError`,
-        :class:`~juggle.errors.TierUnavailableError` naming the tier, or what :meth:`juggle`
-        raises when entering hardware.
-        """
+        """Serve ``service_id`` from ``tier`` (``software``, ``native`` or ``hardware``); raises
+        :class:`~juggle.errors.UnknownServiceError`, :class:`~juggle.errors.TierUnavailableError`
+        (naming the tier) or what :meth:`juggle` raises when entering hardware."""
         self._life.check_open()
         return self._juggler.set_tier(service_id, tier)
 

@@ -146,6 +146,7 @@ def start_worker(*args: str, uid: int | None = None) -> subprocess.Popen[str]:
         extra = {"user": uid, "group": uid, "extra_groups": []}
     return subprocess.Popen(
         [sys.executable, str(WORKER), *args],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

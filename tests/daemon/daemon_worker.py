@@ -2,10 +2,12 @@
 
 Modes (each prints one JSON document on stdout):
 
-- ``encrypt SOCKET SEED THREADS SECONDS``: THREADS threads, each with its own proxy and its own
-  TDES key, encrypt random buffers (8 B .. 24 KiB, so both the inline and the shared-memory
-  path run) for SECONDS and compare every result with pycryptodome's.
-- ``hold SOCKET``: take the service, print ``ready``, then encrypt 64 KiB buffers until killed.
+- ``encrypt SOCKET SEED THREADS``: THREADS threads, each with its own proxy and its own TDES
+  key, encrypt random buffers (8 B .. 24 KiB, so both the inline and the shared-memory path
+  run) and compare every result with pycryptodome's; once every thread has a checked result
+  it prints ``calling``, and the threads go on until stdin closes.
+- ``hold SOCKET [ALGORITHM]``: take the service of ALGORITHM (``tdes`` unless given, or
+  ``des``), load a key, print ``ready``, then encrypt 64 KiB buffers until killed.
 - ``probe SOCKET``: connect and report the identity, or the error class the daemon refused with.
 - ``realtime SOCKET``: three DES calls on the hardware-only DES service, checked.
 - ``tenant SOCKET``: the isolation checks of a tenant that is not the first one (see
@@ -14,11 +16,11 @@ Modes (each prints one JSON document on stdout):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import sys
 import threading
-import time
 from typing import Any
 
 from Crypto.Cipher import DES, DES3
@@ -37,10 +39,14 @@ def tdes_key(rng: random.Random) -> bytes:
             continue
 
 
-def encrypt_mode(socket: str, seed: int, threads: int, seconds: float) -> dict[str, Any]:
+def encrypt_mode(socket: str, seed: int, threads: int) -> dict[str, Any]:
+    """Encrypt on ``threads`` threads until stdin closes (see the module docstring); each
+    thread's calls, mismatches and first errors."""
     client = connect(socket)
     results: list[dict[str, Any]] = []
     lock = threading.Lock()
+    checked = threading.Barrier(threads + 1)  # every thread has one checked result, and main
+    stop = threading.Event()
 
     def run(index: int) -> None:
         rng = random.Random(seed * 1000 + index)
@@ -50,8 +56,12 @@ def encrypt_mode(socket: str, seed: int, threads: int, seconds: float) -> dict[s
         proxy.load_key(key)
         calls = mismatches = 0
         errors: list[str] = []
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+        announced = False
+        while not stop.is_set():
+            if calls == 1 and not announced:
+                announced = True
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    checked.wait(60)
             size = 8 * rng.choice((1, 2, 16, 64, 512, 1024, 3072))
             data = rng.randbytes(size)
             buf = bytearray(data)
@@ -69,16 +79,25 @@ def encrypt_mode(socket: str, seed: int, threads: int, seconds: float) -> dict[s
     pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for t in pool:
         t.start()
+    try:
+        checked.wait(60)
+    except threading.BrokenBarrierError:
+        stop.set()  # a thread never got a result: its errors are in the report
+    else:
+        print("calling", flush=True)
+        sys.stdin.read()  # until the test closes it
+        stop.set()
     for t in pool:
         t.join()
     client.close()
     return {"threads": results}
 
 
-def hold_mode(socket: str) -> None:
+def hold_mode(socket: str, algorithm: str = "tdes") -> None:
     client = connect(socket)
-    proxy = client.get_service("EncryptionService")
-    proxy.load_key(tdes_key(random.Random(7)))
+    proxy = client.get_service("EncryptionService", filter=f"(algorithm={algorithm})")
+    key = tdes_key(random.Random(7))
+    proxy.load_key(key[:8] if algorithm == "des" else key)
     buf = bytearray(64 << 10)
     print("ready", flush=True)
     while True:
@@ -161,9 +180,9 @@ def realtime_mode(socket: str) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     mode, socket = argv[0], argv[1]
     if mode == "encrypt":
-        result = encrypt_mode(socket, int(argv[2]), int(argv[3]), float(argv[4]))
+        result = encrypt_mode(socket, int(argv[2]), int(argv[3]))
     elif mode == "hold":
-        hold_mode(socket)
+        hold_mode(socket, *argv[2:3])
         return 0
     elif mode == "probe":
         result = probe_mode(socket)

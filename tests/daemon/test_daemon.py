@@ -131,39 +131,52 @@ def test_errors_come_back_as_the_same_classes(shared_daemon: DaemonProcess) -> N
         assert [m.name for m in client.modules()] == ["tdes"]
 
 
+#: The storm of issue 11's acceptance line: client processes x threads, and admin juggles.
+STORM_PROCESSES, STORM_THREADS, STORM_JUGGLES = 4, 4, 100
+
+
 def test_processes_and_threads_with_distinct_keys_while_juggling(
     shared_daemon: DaemonProcess,
 ) -> None:
-    """3 client processes x 3 threads, each with its own key, while the admin juggles the
-    service 20 times: every result equals pycryptodome's."""
+    """4 client processes x 4 threads, each with its own key, while the admin juggles the
+    service 100 times: every result equals pycryptodome's. The juggles start once every thread
+    of every process has a checked result, and the threads call until the last juggle is done."""
     workers = [
-        start_worker("encrypt", str(shared_daemon.socket), str(seed), "3", "3.0")
-        for seed in range(3)
+        start_worker("encrypt", str(shared_daemon.socket), str(seed), str(STORM_THREADS))
+        for seed in range(STORM_PROCESSES)
     ]
-    with shared_daemon.client() as admin:
-        sid = service_id(admin)
-        assert wait_until(lambda: len(admin.statistics(sid).per_consumer) > 0, 15.0)
-        juggles = 0
-        while juggles < 20 or any(p.poll() is None for p in workers):  # 20, or more meanwhile
-            if juggles % 2 == 0:
-                report = admin.juggle(to_hardware=sid)
-                assert report.tiers[sid] == "hardware"
-            else:
-                admin.juggle(to_software=[sid])
-            juggles += 1
-            time.sleep(0.08)
-        results = []
+    try:
         for proc in workers:
-            out, err = proc.communicate(timeout=60)
-            assert proc.returncode == 0, err[-3000:]
-            results.append(json.loads(out.strip().splitlines()[-1]))
-        per_tier = admin.statistics(sid).per_tier
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "calling", proc.communicate(timeout=60)
+        with shared_daemon.client() as admin:
+            sid = service_id(admin)
+            before = admin.statistics(sid).per_tier
+            tiers = []
+            for juggle in range(STORM_JUGGLES):
+                if juggle % 2 == 0:
+                    tiers.append(admin.juggle(to_hardware=sid).tiers[sid])
+                else:
+                    tiers.append(admin.juggle(to_software=[sid]).tiers[sid])
+            during = admin.statistics(sid).per_tier
+            results = []
+            for proc in workers:
+                out, err = proc.communicate(input="", timeout=60)  # stdin closes: they stop
+                assert proc.returncode == 0, err[-3000:]
+                results.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in workers:
+            if proc.poll() is None:
+                proc.kill()
+    assert tiers == ["hardware", "native"] * (STORM_JUGGLES // 2)
     threads = [t for r in results for t in r["threads"]]
-    assert len(threads) == 9
+    assert len(threads) == STORM_PROCESSES * STORM_THREADS
     for t in threads:
         assert t["errors"] == [] and t["mismatches"] == 0, t
-        assert t["calls"] > 0
-    assert per_tier["hardware"].calls > 0 and per_tier["native"].calls > 0
+        assert t["calls"] > 1
+    # calls were served by both tiers while the admin juggled
+    for tier in ("hardware", "native"):
+        assert during[tier].calls > (before[tier].calls if tier in before else 0), tier
 
 
 def test_many_threads_share_one_connection(shared_daemon: DaemonProcess) -> None:
@@ -204,29 +217,63 @@ def test_many_threads_share_one_connection(shared_daemon: DaemonProcess) -> None
         assert failures == []
 
 
-def test_client_killed_mid_call_releases_its_consumers(shared_daemon: DaemonProcess) -> None:
-    holder = start_worker("hold", str(shared_daemon.socket))
+def test_client_killed_mid_call_releases_its_regions(spawn: Any, tmp_path: Any) -> None:
+    """A client SIGKILLed while its call runs on the hardware-only DES service: within 1 s its
+    tenant's virtual device is disconnected and holds no region, and its consumer is gone.
+
+    The call is held in the driver (``HELD_DES_DRIVER``: the core is done, the region Busy)
+    until the test writes the FIFO, right after the kill: the client dies during its call,
+    whatever the machine's load."""
+    release = tmp_path / "release"
+    os.mkfifo(release)
+    release_fd = os.open(release, os.O_RDWR | os.O_NONBLOCK)  # held open: the byte stays
+    deshw = tmp_path / "deshw"
+    shutil.copytree(MODULES / "des", deshw)
+    (deshw / "held_des.py").write_text(HELD_DES_DRIVER.format(release=str(release)))
+    (deshw / "juggle.toml").write_text(
+        DES_HARDWARE_ONLY.replace("des_module.DesDriver", "held_des.HeldDesDriver")
+    )
+    uid = os.getuid()
+    daemon = spawn(policy(tenant("holder", uid), admin_uids=f"[{uid}]"))
+    holder: Any = None
     try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "ready"
-        with shared_daemon.client() as admin:
-            sid = service_id(admin)
-            (snap,) = [s for s in admin.services() if s.service_id == sid]
-            assert snap.consumers == ("root",)
-            time.sleep(0.1)  # it is calling now
+        with daemon.client() as admin:
+            admin.install(deshw)
+            (des,) = [s for s in admin.services() if s.module == "deshw"]
+
+            def device() -> Any:
+                (snap,) = [t for t in admin.tenants() if t.name == "holder"]
+                (dev,) = [d for d in snap.devices if d.device == "des"]
+                return dev
+
+            assert device().region is None
+            holder = start_worker("hold", str(daemon.socket), "des")
+            assert wait_until(lambda: device().running and device().region == "prr0", 30.0)
+            (snap,) = [s for s in admin.services() if s.service_id == des.service_id]
+            assert snap.consumers == ("holder",)
             holder.send_signal(signal.SIGKILL)
             holder.wait(10)
             t0 = time.monotonic()
+            os.write(release_fd, b"x")  # the call the client died in ends now
 
             def released() -> bool:
-                (s,) = [s for s in admin.services() if s.service_id == sid]
-                return s.consumers == ()
+                dev = device()
+                (s,) = [s for s in admin.services() if s.service_id == des.service_id]
+                return (
+                    dev.state == "disconnected"
+                    and dev.region is None
+                    and not dev.running
+                    and s.consumers == ()
+                )
 
-            assert wait_until(released, 1.0), "consumers not released within 1 s"
+            assert wait_until(released, 1.0), (device(), admin.services())
             assert time.monotonic() - t0 < 1.0
     finally:
-        if holder.poll() is None:
+        if holder is not None and holder.poll() is None:
             holder.kill()
+        with contextlib.suppress(OSError):
+            os.write(release_fd, b"x")
+        os.close(release_fd)
 
 
 # -- identity and isolation ---------------------------------------------------------------------

@@ -360,7 +360,7 @@ def test_a_modules_own_design_model_is_gone_after_a_failed_install_and_after_uni
     text = toml.read_text().replace(
         'model = "tdes_module.TdesCore"', 'model = "tdes_module.EvilCore"'
     )
-    toml.write_text(text.replace("slices = 1835", "slices = 999999"))  # fails the resource check
+    toml.write_text(text.replace("slices = 830", "slices = 999999"))  # fails the resource check
     with unchanged(fw), pytest.raises(juggle.errors.ResourceError):
         fw.install(folder)
     assert "tdes2" not in fw.fabric.models

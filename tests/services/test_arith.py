@@ -98,8 +98,8 @@ def test_to_int32() -> None:
 @pytest.mark.parametrize(
     ("core", "latency", "resources"),
     [
-        (AdderCore, 1, {"slices": 108, "flipflops": 176, "mult18": 0, "ram16": 0}),
-        (MultiplierCore, 4, {"slices": 88, "flipflops": 144, "mult18": 1, "ram16": 0}),
+        (AdderCore, 1, {"slices": 138, "flipflops": 161, "mult18": 0, "ram16": 0}),
+        (MultiplierCore, 4, {"slices": 304, "flipflops": 260, "mult18": 1, "ram16": 0}),
     ],
 )
 def test_core_timing_and_resources(

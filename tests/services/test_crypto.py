@@ -168,8 +168,8 @@ def test_zero_size_and_typed_buffers(window: WindowFactory) -> None:
 @pytest.mark.parametrize(
     ("core", "design", "latency", "core_id", "resources"),
     [
-        (DesCore, "des", 16, reg.ID_DES, {"slices": 660, "flipflops": 513, "mult18": 0}),
-        (TdesCore, "tdes", 48, reg.ID_TDES, {"slices": 1835, "flipflops": 1527, "mult18": 0}),
+        (DesCore, "des", 16, reg.ID_DES, {"slices": 744, "flipflops": 441, "mult18": 0}),
+        (TdesCore, "tdes", 48, reg.ID_TDES, {"slices": 830, "flipflops": 625, "mult18": 0}),
     ],
 )
 def test_core_identity(

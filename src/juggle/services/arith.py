@@ -18,6 +18,19 @@ Register map of both cores (byte offsets, 32-bit registers):
 0x3C   ID          R     ``ID_ADDER`` (0x41444431, "ADD1") or ``ID_MULTIPLIER`` ("MUL1")
 =====  ==========  ====  ==================================================================
 
+Resources (``resources``, what install and the fabric use): *modeled*, Yosys
+``synth_xilinx -family xc2vp`` of juggle's Verilog of the cores (``services/hdl/adder``,
+``services/hdl/multiplier``; the figures ``juggle module build`` writes into the math example
+module's ``resources.json``), the slices a packing estimate (a floor). Juggle Table 2's figures
+stand beside them as *input*, the paper's numbers, never used at run time:
+
+==========  ==========================================  ===========================================
+core        modeled (synthesis, xc2vp)                  Juggle Table 2 (input)
+==========  ==========================================  ===========================================
+adder       138 slices, 161 flip-flops                  108 slices, 176 flip-flops
+multiplier  304 slices, 260 flip-flops, one MULT18X18   88 slices, 144 flip-flops, one MULT18X18
+==========  ==========================================  ===========================================
+
 The multiplier builds the 32x32 product from four 18x18 partial products on its single MULT18
 block, one per cycle, hence four cycles. A START while BUSY is ignored; unmapped offsets read 0.
 """
@@ -198,24 +211,24 @@ class _ArithCore(RegisterModel):
 
 
 class AdderCore(_ArithCore):
-    """The adder core: one cycle per sum. Table 2: 108 slices, 176 flip-flops."""
+    """The adder core: one cycle per sum; resources: module docstring."""
 
     design = "adder"
     latency = 1
     core_id = ID_ADDER
-    resources = {"slices": 108, "flipflops": 176, "mult18": 0, "ram16": 0}
+    resources = {"slices": 138, "flipflops": 161, "mult18": 0, "ram16": 0}
 
     def _compute(self, a: int, b: int) -> int:
         return a + b
 
 
 class MultiplierCore(_ArithCore):
-    """The multiplier core: four cycles per product on one MULT18 (Table 2: 88 slices, 144 FF)."""
+    """The multiplier core: four cycles per product on one MULT18; resources: module docstring."""
 
     design = "multiplier"
     latency = 4
     core_id = ID_MULTIPLIER
-    resources = {"slices": 88, "flipflops": 144, "mult18": 1, "ram16": 0}
+    resources = {"slices": 304, "flipflops": 260, "mult18": 1, "ram16": 0}
 
     def _compute(self, a: int, b: int) -> int:
         return a * b

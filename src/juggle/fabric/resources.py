@@ -263,6 +263,11 @@ class Resources:
         mine = self.kinds
         return mine + tuple(k for k in other.kinds if k not in mine)
 
+    def comparable_with(self, other: Resources) -> bool:
+        """Whether these figures and ``other`` are counted in one kind system (slices, or
+        LUTs): only then do :meth:`fits_in` and :meth:`shortfall` compare them."""
+        return _system(self._family) == _system(other._family)
+
     def fits_in(self, other: Resources) -> bool:
         """Whether these needs fit into ``other``, kind by kind. Raises :class:`ResourceError`
         when the two are counted in different kind systems."""

@@ -208,6 +208,18 @@ class Installer:
         synthesized = read_report(source)  # juggle module build's figures, if any
         for region, (bitstream, _) in bitstreams.items():
             synth = synthesized.get(bitstream.design)
+            target = self._fabric.region(region).profile.resources
+            if synth is not None and not synth.comparable_with(target):
+                log.info(
+                    "module %s: the synthesis report of design %s counts %s figures, region %s "
+                    "counts %s: it is not this board's, so it is not checked",
+                    source.display(source.descriptor),
+                    bitstream.design,
+                    synth.family,
+                    region,
+                    target.family,
+                )
+                synth = None
             if synth is not None:
                 if resources is not None and resources != synth:
                     log.warning(

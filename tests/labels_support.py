@@ -45,3 +45,48 @@ def unlabeled(doc: Any) -> list[str]:
         for path, _, label in figure_labels(doc)
         if not (isinstance(label, str) and label in KINDS)
     ]
+
+
+def paper_rows(doc: Any) -> list[dict[str, Any]]:
+    """Every row of every ``paper_comparison`` list anywhere in ``doc``."""
+    rows: list[dict[str, Any]] = []
+    if isinstance(doc, dict):
+        for key, child in doc.items():
+            if key == "paper_comparison" and isinstance(child, list):
+                rows += [row for row in child if isinstance(row, dict)]
+            else:
+                rows += paper_rows(child)
+    elif isinstance(doc, list):
+        for child in doc:
+            rows += paper_rows(child)
+    return rows
+
+
+def provenance_violations(doc: Any) -> list[str]:
+    """THE PROVENANCE RULE: each ``paper_comparison`` row's label follows from how its figure
+    is produced, and the figure carries that label where it stands in ``doc`` (``of``).
+
+    An echoed value (``echoed``) is *input*; a figure with a fitted parameter in it (a
+    non-empty ``fitted``, each naming what it was ``fitted_to``) is *calibrated*, never
+    *modeled*; a figure with neither is *modeled*. The row's own ``ours`` and ``error_pct``
+    take the row's label. Returns one line per broken row (empty: all hold)."""
+    at = {path: label for path, _, label in figure_labels(doc)}
+    out: list[str] = []
+    for row in paper_rows(doc):
+        name, label, fitted = row.get("figure"), row.get("label"), row.get("fitted")
+        if not isinstance(fitted, list) or not all(
+            isinstance(f, dict) and f.get("parameter") and f.get("fitted_to") for f in fitted
+        ):
+            out.append(f"{name}: 'fitted' must list parameters with what they were fitted_to")
+            continue
+        want = "input" if row.get("echoed") else "calibrated" if fitted else "modeled"
+        if label != want:
+            out.append(f"{name}: labeled {label!r}, produced as {want!r} (fitted: {fitted})")
+        own = row.get("labels", {})
+        if own.get("ours") != label or own.get("error_pct") != label or own.get("paper") != "input":
+            out.append(f"{name}: the row's labels {own} disagree with its label {label!r}")
+        if at.get(row.get("of")) != label:
+            out.append(
+                f"{name}: {row.get('of')} is labeled {at.get(row.get('of'))!r}, not {label!r}"
+            )
+    return out

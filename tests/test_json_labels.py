@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from juggle.commands.cli import _register_scenarios, app
 from juggle.simulate.router.experiments import EXPERIMENTS
-from labels_support import unlabeled
+from labels_support import paper_rows, provenance_violations, unlabeled
 
 SMALL: dict[str, list[str]] = {
     "--duration": ["--duration", "0.02"],
@@ -92,6 +92,44 @@ def test_the_rule_finds_what_it_should() -> None:
     assert unlabeled(doc) == []
 
 
+def test_the_provenance_rule_fails_a_label_better_than_its_figure() -> None:
+    """Planted wrong labels on the real ThumbPod document: each breaks the rule."""
+    doc = run_json(["simulate", "thumbpod", "--json"])
+    assert provenance_violations(doc) == []
+    rows = {row["figure"]: row for row in paper_rows(doc)}
+    fitted = rows["Fig 3 c total_cycles"]  # kni_cycles, fitted to Fig 3's C interface, is in it
+    fitted["label"] = fitted["labels"]["ours"] = fitted["labels"]["error_pct"] = "modeled"
+    doc["levels"]["c"]["labels"]["total_cycles"] = "modeled"
+    assert provenance_violations(doc) == [
+        f"Fig 3 c total_cycles: labeled 'modeled', produced as 'calibrated' (fitted: "
+        f"{fitted['fitted']})"
+    ]
+    fitted["label"] = fitted["labels"]["ours"] = fitted["labels"]["error_pct"] = "calibrated"
+    assert len(provenance_violations(doc)) == 1  # the figure in its level still says modeled
+    doc["levels"]["c"]["labels"]["total_cycles"] = "calibrated"
+    echoed = rows["Fig 3 hardware core_cycles"]  # the paper's 11 cycles, hard-coded
+    echoed["label"] = "modeled"
+    assert [v.split(":")[0] for v in provenance_violations(doc)] == [
+        "Fig 3 hardware core_cycles",
+        "Fig 3 hardware core_cycles",
+        "Fig 3 hardware core_cycles",
+    ]
+    echoed["label"] = "input"
+    rows["Fig 3 c core_cycles"]["fitted"] = [{"parameter": "x"}]  # no fitted_to: no provenance
+    assert provenance_violations(doc) == [
+        "Fig 3 c core_cycles: 'fitted' must list parameters with what they were fitted_to"
+    ]
+
+
+COMPARED: dict[str, set[str]] = {
+    "tdes": {"Table 3 mul reconfiguration"},
+    "tdes --energy": {"Fig 8 fpga energy", "Fig 8 java power"},
+    "thumbpod": {"Fig 3 c core_cycles", "Fig 3 hardware core_cycles"},
+    "edge-router table4": {"Table 4 60/20/20 A", "Table 4 20/20/60 reconfiguring"},
+}
+"""Runs whose documents set figures beside a paper's, and some rows each must hold."""
+
+
 def test_every_simulate_subcommand_is_walked() -> None:
     names = {run_id.split()[0] for run_id, _ in RUNS}
     assert {"tdes", "thumbpod", "oscall"} <= names and len(names) >= 6
@@ -103,7 +141,12 @@ def test_every_simulate_subcommand_is_walked() -> None:
 
 @pytest.mark.parametrize("argv", [argv for _, argv in RUNS], ids=[i for i, _ in RUNS])
 def test_simulate_json_labels_every_figure(argv: list[str]) -> None:
-    assert unlabeled(run_json(argv)) == []
+    doc = run_json(argv)
+    assert unlabeled(doc) == []
+    assert provenance_violations(doc) == []
+    run_id = next(i for i, a in RUNS if a == argv)
+    figures = {row["figure"] for row in paper_rows(doc)}
+    assert COMPARED.get(run_id, set()) <= figures, run_id
 
 
 def test_bench_json_labels_every_figure() -> None:

@@ -124,8 +124,8 @@ def test_juggle_in_and_out_with_labeled_figures(client: TestClient) -> None:
     assert report["tiers"] == {"1": "hardware"}
     assert report["reconfiguration_ms"] > 0
     assert report["kinds"] == {
-        "reconfiguration_ms": "modeled",
-        "bridge_ms": "modeled",
+        "reconfiguration_ms": "calibrated",
+        "bridge_ms": "input",
         "overhead_us": "measured",
     }
     region = client.get("/api/regions").json()[0]
@@ -259,7 +259,7 @@ def test_page_is_self_contained_and_polls_the_api(client: TestClient) -> None:
         assert needle in page
     for needle in ('<svg id="throughput"', '<svg id="occupancy"', "/api/live", "/api/foreground"):
         assert needle in page
-    assert "modeled" in page
+    assert "calibrated" in page and "(input)" in page
     assert "http://" not in page and "https://" not in page and "<link" not in page
     assert "innerHTML" not in page  # cells are filled with textContent only
 

@@ -54,7 +54,7 @@ services
     assert "juggled: service 1 → hardware (region prr0)" in text
     assert "bitstream tdes written" in text
     reconf = next(line for line in text.splitlines() if "reconfiguration" in line)
-    assert "ms" in reconf and "modeled" in reconf
+    assert "ms" in reconf and "calibrated" in reconf
     overhead = next(line for line in text.splitlines() if "runtime overhead" in line)
     assert "µs" in overhead and "measured" in overhead
     assert "service 1 (crypto.EncryptionService) on hardware: 0 calls" in text

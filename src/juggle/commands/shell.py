@@ -4,8 +4,9 @@ Like an OSGi console, each line is one command acting on a live :class:`Framewor
 start modules, list services and regions, juggle services in and out of the fabric, read
 statistics, set the focus and the controller. A command that fails prints ``error: <message>``
 and the shell goes on. Fed a script on a non-terminal stdin it prints no prompt, so
-``juggle shell < script`` gives clean output. Fabric figures are labeled *modeled* (simulated
-board clock); call durations and the runtime's own overhead are labeled *measured*.
+``juggle shell < script`` gives clean output. A juggle's reconfiguration time is labeled
+*calibrated* (the configuration port's rate is fitted to the paper's times) and its bridge
+time *input* (the profile's); call durations and the runtime's own overhead are *measured*.
 """
 
 from __future__ import annotations
@@ -363,8 +364,8 @@ class JuggleShell(cmd.Cmd):
         table.add_column("figure")
         table.add_column("value", justify="right")
         table.add_column("kind")
-        table.add_row("reconfiguration", f"{report.reconfiguration_ms:.3f} ms", "modeled")
-        table.add_row("bridge switching", f"{report.bridge_ms:.3f} ms", "modeled")
+        table.add_row("reconfiguration", f"{report.reconfiguration_ms:.3f} ms", "calibrated")
+        table.add_row("bridge switching", f"{report.bridge_ms:.3f} ms", "input")
         table.add_row("runtime overhead", f"{_us(report.overhead_us)} µs", "measured")
         self.console.print(table)
         for step in report.steps:

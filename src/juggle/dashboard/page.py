@@ -70,8 +70,8 @@ svg.chart text { font-size: 10px; fill: #555; }
 <h2>last juggles</h2>
 <table id="juggles"><thead><tr>
 <th>to hardware</th><th>to software</th><th>region</th>
-<th>reconfiguration ms <span class="kind">(modeled)</span></th>
-<th>bridge ms <span class="kind">(modeled)</span></th>
+<th>reconfiguration ms <span class="kind">(calibrated)</span></th>
+<th>bridge ms <span class="kind">(input)</span></th>
 <th>overhead &micro;s <span class="kind">(measured)</span></th></tr></thead><tbody></tbody></table>
 <script>
 "use strict";

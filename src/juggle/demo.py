@@ -296,7 +296,7 @@ NOTES = {
     "seconds": "seconds (measured): wall time of the phase on this machine, both applications "
     "running at once",
     "overhead": "overhead µs (measured): wall time of the runtime's own work per juggle, "
-    "without waiting for running calls or the modeled reconfiguration; the applications keep "
+    "without waiting for running calls or the reconfiguration (calibrated); the applications keep "
     "calling meanwhile and share the interpreter, so this is several times the quiet figure "
     "of juggle bench (juggle_overhead_us_p50)",
     "region": "one region (prr0): a service gets hardware only by taking it from the other",

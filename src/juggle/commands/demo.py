@@ -74,7 +74,7 @@ def render_demo(result: dict[str, Any], console: Console) -> None:
             row["figure"],
         )
     console.print(table)
-    juggles = Table(title="Juggles (ms modeled, µs measured)")
+    juggles = Table(title="Juggles (reconf ms calibrated, bridge ms input, overhead µs measured)")
     for col in ("#", "service", "to", "region", "reconf ms", "bridge ms", "overhead µs³"):
         juggles.add_column(col, justify="right" if col.endswith(("ms", "³")) else "left")
     for j in result["juggles"]:

@@ -1,7 +1,8 @@
 """``juggle simulate tdes``: the Juggle paper's Triple-DES figures, the command.
 
-Without ``--json`` it prints a rich table (results CALIBRATED: the bus costs are fitted); with ``--json`` one JSON
-document on stdout whose ``labels`` give each key its kind (modeled, calibrated, input).
+Without ``--json`` it prints a rich table (results CALIBRATED: the bus costs are fitted);
+with ``--json`` one JSON document on stdout whose ``labels`` give each key its kind
+(modeled, calibrated, input).
 ``--energy`` runs Fig 8's workload instead of Fig 7's sweep: energy per implementation beside
 the paper's. ``--plot FILE.png`` draws Fig 7, announced as ``wrote FILE.png`` on stderr (with
 ``--json``: under ``files`` in the document). Errors go to stderr with exit status 2.
@@ -78,7 +79,9 @@ def render_tdes(doc: dict[str, Any], console: Console) -> None:
     if doc.get("scenario") == "tdes-energy":
         _render_energy(doc, console)
         return
-    table = Table(title=f"TDES throughput on {doc['board']}, MB/s (CALIBRATED: bus costs fitted to the paper)")
+    table = Table(
+        title=f"TDES throughput on {doc['board']}, MB/s (CALIBRATED: bus costs fitted to the paper)"
+    )
     table.add_column("buffer", justify="right")
     for tier in doc["throughput_mb_s"]:
         table.add_column(tier, justify="right")

@@ -53,6 +53,7 @@ from typing import Any
 
 from juggle.errors import HwThreadArgumentError
 from juggle.hwthreads._timing import HwTiming
+from juggle.simulate.fidelity import Fit, comparison
 
 __all__ = [
     "BUS_HZ",
@@ -465,6 +466,25 @@ def modeled_ecos_ppc(costs: EcosPpcCosts | None = None) -> dict[str, Any]:
         "tolerance_pct": TOLERANCE_PCT,
         "all_within_tolerance": worst <= TOLERANCE_PCT,
         "calibrated_cells": sorted(c for c, label in labels.items() if label == "calibrated"),
+        "paper_comparison": [
+            comparison(
+                f"Table 2 {cell}",
+                f"modeled_ecos_ppc.cells.{cell}.model_cycles",
+                entry["paper_cycles"],
+                entry["model_cycles"],
+                labels[cell],
+                unit="bus cycles",
+                fitted=[
+                    Fit(
+                        cost,
+                        tuple(f"Table 2 {target} ({PAPER_ECOS_PPC[target]})" for target in targets),
+                    )
+                    for cost, targets in CALIBRATION
+                    if cell in targets
+                ],
+            )
+            for cell, entry in cells.items()
+        ],
         "labels": {
             "platform": "input",
             "unit": "input",
@@ -478,6 +498,7 @@ def modeled_ecos_ppc(costs: EcosPpcCosts | None = None) -> dict[str, Any]:
             "tolerance_pct": "input",
             "all_within_tolerance": "calibrated",
             "calibrated_cells": "input",
+            "paper_comparison": "input",
         },
         "how": {
             "cells": "sum of each path's steps (stated costs x counts); each cell's own labels "

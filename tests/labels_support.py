@@ -90,3 +90,18 @@ def provenance_violations(doc: Any) -> list[str]:
                 f"{name}: {row.get('of')} is labeled {at.get(row.get('of'))!r}, not {label!r}"
             )
     return out
+
+
+def paper_values_not_input(doc: Any) -> list[str]:
+    """A value copied from a paper is *input* wherever it stands: every numeric leaf under a
+    key named ``paper`` or ``paper_*`` (a paper column; ``paper_comparison`` is the list of
+    rows, not a value) whose label is anything else. Returns one line per such leaf."""
+    out: list[str] = []
+    for path, _, label in figure_labels(doc):
+        keys = [k.split("[", 1)[0] for k in path.split(".")]
+        copied = any(
+            k == "paper" or (k.startswith("paper_") and k != "paper_comparison") for k in keys
+        )
+        if copied and not (isinstance(label, str) and label.startswith("input")):
+            out.append(f"{path}: a paper value labeled {label!r}")
+    return out

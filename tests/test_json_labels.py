@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from juggle.commands.cli import _register_scenarios, app
 from juggle.simulate.router.experiments import EXPERIMENTS
-from labels_support import paper_rows, provenance_violations, unlabeled
+from labels_support import paper_rows, paper_values_not_input, provenance_violations, unlabeled
 
 SMALL: dict[str, list[str]] = {
     "--duration": ["--duration", "0.02"],
@@ -130,6 +130,24 @@ COMPARED: dict[str, set[str]] = {
 """Runs whose documents set figures beside a paper's, and some rows each must hold."""
 
 
+def test_a_paper_value_labeled_anything_but_input_is_found() -> None:
+    doc = {
+        "paper_us": [1.0, 2.0],
+        "cells_us": [1.1, 2.1],
+        "paper_comparison": [{"paper": 1.0, "ours": 1.1, "labels": {"paper": "input"}}],
+        "labels": {"paper_us": "modeled", "cells_us": "calibrated"},
+    }
+    assert paper_values_not_input(doc) == [
+        "paper_us[0]: a paper value labeled 'modeled'",
+        "paper_us[1]: a paper value labeled 'modeled'",
+    ]
+    doc["labels"]["paper_us"] = "input"
+    doc["paper_comparison"][0]["labels"] = {"paper": "calibrated"}
+    assert paper_values_not_input(doc) == [
+        "paper_comparison[0].paper: a paper value labeled 'calibrated'"
+    ]
+
+
 def test_every_simulate_subcommand_is_walked() -> None:
     names = {run_id.split()[0] for run_id, _ in RUNS}
     assert {"tdes", "thumbpod", "oscall"} <= names and len(names) >= 6
@@ -144,15 +162,18 @@ def test_simulate_json_labels_every_figure(argv: list[str]) -> None:
     doc = run_json(argv)
     assert unlabeled(doc) == []
     assert provenance_violations(doc) == []
+    assert paper_values_not_input(doc) == []
     run_id = next(i for i, a in RUNS if a == argv)
     figures = {row["figure"] for row in paper_rows(doc)}
     assert COMPARED.get(run_id, set()) <= figures, run_id
 
 
 def test_bench_json_labels_every_figure() -> None:
-    groups = ["proxy", "alloc", "sim", "oscall", "sharing"]
-    doc = run_json(["bench", "--json", "--quick", *[a for g in groups for a in ("--only", g)]])
+    """Every bench group (a quick run of all of them, rtl and daemon included)."""
+    doc = run_json(["bench", "--json", "--quick"])
+    groups = ["proxy", "alloc", "sim", "oscall", "sharing", "rtl", "daemon", "verify", "linux"]
     assert set(doc["group_seconds"]) == set(groups)
     assert unlabeled(doc) == []
+    assert paper_values_not_input(doc) == []
     assert doc["labels"]["sim_events_per_s"] == "measured"
     assert doc["labels"]["context_switch_modeled_us"] == "modeled"

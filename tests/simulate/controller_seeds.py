@@ -40,7 +40,7 @@ LINE = 0.02
 """The line as written: adaptive >= max(distribution, fifo) - 0.02 (and >= 1.0)."""
 HELD_OUT_BOUND = 0.032
 """The bound adaptive meets on every held-out point: >= max(distribution, fifo) - 0.032
-(worst: -0.0318, seed 122, Fig 4, 4 spikes) and >= 1.0 (worst: 1.0015, seed 142, Fig 3b, 5 ms).
+(worst: -0.0318, seed 122, Fig 4, 4 spikes) and >= 1.0 (lowest: 1.0006, seed 143, Fig 3b, 5 ms).
 """
 HELD_OUT_WORST: tuple[tuple[int, str, int], ...] = (
     (122, "fig4", 3),
@@ -50,9 +50,10 @@ HELD_OUT_WORST: tuple[tuple[int, str, int], ...] = (
     (133, "fig4", 6),
     (137, "fig4", 0),
     (149, "fig4", 0),
+    (143, "fig3b", 0),
 )
-"""The seven held-out points below the line, as (seed, figure, point index), worst first;
-seed 142's is also the closest to 1.0. They decide the bound, so the suite runs them."""
+"""The seven held-out points below the line, worst first, then the one closest to 1.0, as
+(seed, figure, point index). They decide the bound, so the suite runs them."""
 
 
 def trace_seeds(seeds: Iterable[int]) -> set[int]:

@@ -11,7 +11,7 @@ runs representative points: ``test_sim_controllers_quality.py`` and
    meet there (:data:`~controller_seeds.HELD_OUT_BOUND`).
 
 Run as ``python tests/simulate/sweep_controllers.py [--jobs N]`` (default 2 processes, about
-9 minutes on 2 cores). Exits 1 when a training point misses its line or a held-out point
+10 minutes on 2 cores). Exits 1 when a training point misses its line or a held-out point
 misses the stated bound.
 """
 

@@ -27,6 +27,11 @@ excursion does not become the new baseline). Lengths are counted in calls, not s
 a spike of 1,000 packets is one whether the fabric happens to process it quickly or slowly.
 
 Everything is learned from the snapshots seen so far; nothing is known about the future.
+
+The defaults (``memory_s``, ``unstable``, ``horizon``) and the spike and real-change rules
+were tuned on the edge-router figures (Figs 3a, 3b, 4) at seeds 1-8, 11 and 23. On the
+held-out seeds 100-149 it is at least the static system and within 3.2 % of the better of
+the two managers at every point (within 2 % at 693 of 700): ``docs/edge-router.md``.
 """
 
 from __future__ import annotations

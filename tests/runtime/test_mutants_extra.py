@@ -13,37 +13,16 @@ from pathlib import Path
 
 import pytest
 from sharing_support import KEYS, MODULES, encrypt, tdes_reference
+from test_shared_faults import HW_ONLY_CODE, HW_ONLY_DESCRIPTOR
 
 import juggle
 from juggle.errors import HardwareFaultError, RegionEmptyError
 
 PLAIN = b"sixteen bytes!!!"
 
-HW_ONLY_CODE = '''
-"""A hardware-only TDES service: the stock driver under a name of this module."""
-from juggle.services.crypto import TdesDriver as Tdes
-
-__all__ = ["Tdes"]
-'''
-
-HW_ONLY_DESCRIPTOR = """
-[module]
-name = "hwonly"
-version = "1.0.0"
-
-[[services]]
-interfaces = ["crypto.EncryptionService"]
-per_consumer = true
-properties = { algorithm = "hwonly" }
-
-[services.hardware]
-driver = "hw_module.Tdes"
-bitstreams = { prr0 = "tdes_prr0.bit" }
-"""
-
 
 def hardware_only(tmp_path: Path) -> Path:
-    """The hardware-only TDES module (prr0 of xupv2p)."""
+    """The hardware-only TDES module of test_shared_faults (prr0 of xupv2p)."""
     folder = tmp_path / "hwonly"
     folder.mkdir()
     shutil.copy(MODULES / "tdes" / "bitstreams" / "tdes_prr0.bit", folder / "tdes_prr0.bit")

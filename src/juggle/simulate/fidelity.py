@@ -23,7 +23,7 @@ from typing import Any
 
 from juggle.errors import ConfigurationError
 
-__all__ = ["CASES", "Case", "Fit", "comparison", "generate", "render", "run_cli"]
+__all__ = ["CASES", "Case", "Fit", "comparison", "generate", "paper_rows", "render", "run_cli"]
 
 _KINDS = ("modeled", "calibrated", "input")
 
@@ -120,7 +120,7 @@ Runner = Callable[[Sequence[str]], dict[str, Any]]
 """Runs ``juggle simulate <argv> --json`` and returns the parsed document."""
 
 
-def _rows(doc: Any) -> list[dict[str, Any]]:
+def paper_rows(doc: Any) -> list[dict[str, Any]]:
     """Every row of every ``paper_comparison`` list anywhere in ``doc``, in document order."""
     rows: list[dict[str, Any]] = []
     if isinstance(doc, dict):
@@ -128,10 +128,10 @@ def _rows(doc: Any) -> list[dict[str, Any]]:
             if key == "paper_comparison" and isinstance(child, list):
                 rows += [row for row in child if isinstance(row, dict)]
             else:
-                rows += _rows(child)
+                rows += paper_rows(child)
     elif isinstance(doc, list):
         for child in doc:
-            rows += _rows(child)
+            rows += paper_rows(child)
     return rows
 
 
@@ -182,7 +182,7 @@ def render(docs: Mapping[str, dict[str, Any]], cases: Sequence[Case] = CASES) ->
             raise ConfigurationError(
                 f"no document for fidelity case {case.name!r}", value=case.name
             )
-        rows = _rows(docs[case.name])
+        rows = paper_rows(docs[case.name])
         if not rows:
             missing.append(case)
             continue

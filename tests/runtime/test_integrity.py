@@ -167,6 +167,7 @@ def test_symlinks_inside_the_module_are_followed(module: Path) -> None:
         "bits/tdes_prr0.bit",
         BIT,
         "juggle.toml",
+        "resources.json",
         "tdes_module.py",
     ]
 
@@ -187,6 +188,7 @@ def test_module_files_skips_bytecode_and_the_signature(module: Path) -> None:
         f"bitstreams/{SIGNATURE_FILE}",
         BIT,
         "juggle.toml",
+        "resources.json",
         "tdes_module.py",
     ]
 
@@ -215,6 +217,7 @@ def test_lock_writes_pins_that_verify(module: Path) -> None:
     pins = lock_module(module)
     assert pins == {
         BIT: _sha((module / BIT).read_bytes()),
+        "resources.json": _sha((module / "resources.json").read_bytes()),
         "tdes_module.py": _sha((module / "tdes_module.py").read_bytes()),
     }
     written = tomllib.loads((module / "juggle.toml").read_text())["pins"]

@@ -51,7 +51,7 @@ def test_tdes_command_prints_one_json_document_or_a_table() -> None:
     assert result.exit_code == 0
     assert json.loads(result.output)["modeled"] is True
     table = runner.invoke(app(), ["tdes"])
-    assert table.exit_code == 0 and "MODELED" in table.output and "64 KiB" in table.output
+    assert table.exit_code == 0 and "CALIBRATED" in table.output and "64 KiB" in table.output
 
 
 def test_edge_router_command_json_table_plot_and_errors(tmp_path: Path) -> None:

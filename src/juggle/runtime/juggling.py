@@ -354,15 +354,8 @@ class JuggleSteps:
         """Program ``m``'s bitstream into ``region`` and build its driver there."""
         assert m.hardware is not None
         account = self._account
-        bitstream, data = m.hardware.bitstreams[region]
-        m.hardware.check_pinned(region)  # the module on disk changed since install: refuse
-        report = self._fabric.program(
-            region,
-            bitstream,
-            data,
-            resources=m.hardware.resources,
-            owner=f"service {m.service_id}",
-        )
+        bitstream = m.hardware.bitstreams[region][0]
+        report = m.hardware.program(self._fabric, region, owner=f"service {m.service_id}")
         account.reconfiguration_ms += report.reconfiguration_ms
         account.bridge_ms += report.bridge_ms
         account.port_s += report.port_wall_ms / 1e3

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from juggle.errors import IntegrityError, JuggleError
 from juggle.fabric.bitstream import Bitstream
+from juggle.fabric.fabric import Fabric
+from juggle.fabric.region import ProgramReport
 from juggle.fabric.resources import Resources
 from juggle.runtime.descriptors import ServiceSpec
 from juggle.runtime.integrity import sha256_of
@@ -73,12 +75,17 @@ class Hardware:
     resources: Resources | None
     pinned: dict[str, PinnedFile] = field(default_factory=dict)
 
-    def check_pinned(self, region: str) -> None:
-        """Raise :class:`~juggle.errors.IntegrityError` if the pinned file of ``region``'s
-        bitstream changed since it was verified (the module on disk was tampered with)."""
+    def program(self, fabric: Fabric, region: str, *, owner: str) -> ProgramReport:
+        """Program ``region``'s bitstream (with these resource needs) into it: the one way a
+        service's design is loaded, whoever places the service. Raises
+        :class:`~juggle.errors.IntegrityError`, before the fabric is touched, if the pinned
+        file of that bitstream changed since it was verified (the module on disk was tampered
+        with), else what :meth:`Fabric.program <juggle.fabric.fabric.Fabric.program>` raises."""
         pinned = self.pinned.get(region)
         if pinned is not None:
             pinned.check()
+        bitstream, data = self.bitstreams[region]
+        return fabric.program(region, bitstream, data, resources=self.resources, owner=owner)
 
 
 @dataclass(frozen=True, slots=True)

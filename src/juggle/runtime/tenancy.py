@@ -1246,13 +1246,11 @@ class TenantArbiter:
         if svc is None or region not in svc.bitstreams:
             log.error("tenancy: no bitstream of %s for %s", device, region)
             return self._count(False)
-        bitstream, data = svc.bitstreams[region]
         fabric = self._host.fabric
         hardware = svc.managed.hardware
+        assert hardware is not None  # only services with a hardware tier are devices here
         try:
-            if hardware is not None:  # the module on disk changed since install: refuse
-                hardware.check_pinned(region)
-            fabric.program(region, bitstream, data, resources=svc.resources, owner=OWNER)
+            hardware.program(fabric, region, owner=OWNER)
             window = fabric.window(region)
         except JuggleError as exc:
             log.warning("tenancy: loading %s into %s failed: %s", svc.device, region, exc)

@@ -254,7 +254,7 @@ class Resources:
     # -- fitting -----------------------------------------------------------------------------
 
     def _compared_kinds(self, other: Resources) -> tuple[str, ...]:
-        if _system(self._family) != _system(other._family):
+        if not self.comparable_with(other):
             raise ResourceError(
                 f"resources counted in {_label(self._family)} kinds ({', '.join(self.kinds)}) "
                 f"cannot be compared with {_label(other._family)} kinds "

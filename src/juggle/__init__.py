@@ -32,17 +32,17 @@ from juggle.errors import (
     UnknownServiceError,
     WaitSignal,
 )
-from juggle.runtime.framework import (
-    Framework,
+from juggle.runtime.framework import Framework
+from juggle.runtime.interfaces import state_setting
+from juggle.runtime.modules import Module, ModuleState
+from juggle.runtime.proxy import ServiceProxy
+from juggle.runtime.signals import SignalChannel, TenantSignal, TenantSnapshot
+from juggle.runtime.snapshots import (
     JuggleReport,
     RegionSnapshot,
     ServiceSnapshot,
     ServiceStatistics,
 )
-from juggle.runtime.interfaces import state_setting
-from juggle.runtime.modules import Module, ModuleState
-from juggle.runtime.proxy import ServiceProxy
-from juggle.runtime.signals import SignalChannel, TenantSignal, TenantSnapshot
 
 __version__ = "0.1.0"
 

@@ -31,7 +31,7 @@ from juggle.errors import ConfigurationError, ProfileError
 from juggle.fabric.profiles import BoardProfile, PowerSection, load_profile
 
 if TYPE_CHECKING:
-    from juggle.runtime.framework import ServiceStatistics
+    from juggle.runtime.snapshots import ServiceStatistics
 
 __all__ = ["BoardModel", "energy_of", "tdes_board_model"]
 

@@ -46,7 +46,7 @@ from juggle.errors import (
     ServiceUnavailableError,
     UnknownServiceError,
 )
-from juggle.runtime.framework import RegionSnapshot, ServiceSnapshot, ServiceStatistics
+from juggle.runtime.snapshots import RegionSnapshot, ServiceSnapshot, ServiceStatistics
 from juggle.runtime.tracing import CallStats
 
 #: Seconds the socket is fuzzed for (``make fuzz-daemon`` sets 30).

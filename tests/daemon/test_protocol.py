@@ -39,14 +39,14 @@ from juggle.errors import (
     UnknownServiceError,
     WaitSignal,
 )
-from juggle.runtime.framework import (
+from juggle.runtime.modules import ModuleSnapshot
+from juggle.runtime.signals import TenantSignal, TenantSnapshot
+from juggle.runtime.snapshots import (
     JuggleReport,
     RegionSnapshot,
     ServiceSnapshot,
     ServiceStatistics,
 )
-from juggle.runtime.modules import ModuleSnapshot
-from juggle.runtime.signals import TenantSignal, TenantSnapshot
 
 # -- frames -----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from juggle.commands.simulate.tdes import register
 from juggle.energy import energy_of
 from juggle.errors import ConfigurationError, ProfileError
 from juggle.fabric.profiles import load_profile
-from juggle.runtime.framework import ServiceStatistics
+from juggle.runtime.snapshots import ServiceStatistics
 from juggle.runtime.tracing import CallStats
 from juggle.simulate.tdes import model as tdes
 from juggle.simulate.tdes.model import (

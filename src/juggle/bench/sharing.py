@@ -13,7 +13,7 @@ measuring thread is pinned to one CPU for the run (``os.sched_setaffinity``, res
 where the platform has it), as pyperf does: on a small virtual machine the scheduler otherwise
 moves it between CPUs mid-juggle, and the cold caches that costs scatter the figure by a third
 from run to run. Each figure is the ``overhead_us`` of the
-:class:`~juggle.runtime.framework.JuggleReport` the runtime returns: the wall time of
+:class:`~juggle.runtime.snapshots.JuggleReport` the runtime returns: the wall time of
 ``Framework.juggle`` minus the time spent waiting for running calls to drain (folding the
 drained slots' statistics is work and counts) and minus the wall time of the configuration
 port's bitstream transfer (``ProgramReport.port_wall_ms``: on the simulated fabric, the

@@ -25,8 +25,9 @@ from rich.table import Table
 
 from juggle.core.controllers import Controller, available_controllers, load_controller
 from juggle.errors import JuggleError
-from juggle.runtime.framework import Framework, JuggleReport
+from juggle.runtime.framework import Framework
 from juggle.runtime.modules import Module
+from juggle.runtime.snapshots import JuggleReport
 from juggle.runtime.tracing import CallStats
 from juggle.workload import Workload
 

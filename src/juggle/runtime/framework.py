@@ -51,7 +51,7 @@ from juggle.runtime.snapshots import (
 from juggle.runtime.supervisor import FaultLog, FaultSupervisor
 from juggle.runtime.table import ServiceTable
 
-__all__ = ["Framework", "JuggleReport", "RegionSnapshot", "ServiceSnapshot", "ServiceStatistics"]
+__all__ = ["Framework"]
 
 
 class Framework:

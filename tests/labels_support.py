@@ -81,10 +81,9 @@ def provenance_violations(doc: Any) -> list[str]:
         own = row.get("labels", {})
         if own.get("ours") != label or own.get("error_pct") != label or own.get("paper") != "input":
             out.append(f"{name}: the row's labels {own} disagree with its label {label!r}")
-        if at.get(row.get("of")) != label:
-            out.append(
-                f"{name}: {row.get('of')} is labeled {at.get(row.get('of'))!r}, not {label!r}"
-            )
+        of = str(row.get("of"))
+        if at.get(of) != label:
+            out.append(f"{name}: {of} is labeled {at.get(of)!r}, not {label!r}")
     return out
 
 

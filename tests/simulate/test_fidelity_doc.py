@@ -135,3 +135,35 @@ def test_render_refuses_a_missing_document_or_a_short_row() -> None:
     del short["ours"]
     with pytest.raises(ConfigurationError, match="lacks 'ours'"):
         fidelity.render({"a": {"paper_comparison": [short]}}, cases)
+
+
+def test_an_echoed_figure_with_fitted_parameters_is_refused() -> None:
+    """A figure that is the paper's value copied (input) lists no fit; ``uses`` is kept."""
+    fit = fidelity.Fit("kni_cycles", ("Fig 3 C interface 367 cycles",))
+    with pytest.raises(ConfigurationError, match="echoed") as refused:
+        fidelity.comparison(
+            "Fig 3 x", "x", 367.0, 367.0, "input", unit="c", fitted=[fit], echoed=True
+        )
+    assert refused.value.value == "Fig 3 x"
+    row = fidelity.comparison(
+        "Fig 3 y",
+        "y",
+        2.0,
+        2.0,
+        "calibrated",
+        unit="c",
+        fitted=[fit],
+        uses={"kni_cycles": "calibrated"},
+    )
+    assert row["uses"] == [{"parameter": "kni_cycles", "label": "calibrated"}]
+
+
+def test_a_run_without_rows_says_why_when_it_can() -> None:
+    cases = (
+        fidelity.Case("a", "Seed A", ("a",), why_not="the paper's values are in a chart"),
+        fidelity.Case("b", "Seed B", ("b",)),
+    )
+    text = fidelity.render({"a": {}, "b": {}}, cases)
+    why = text.split("## Not compared, and why", 1)[1].split("## Not yet compared", 1)
+    assert "- Seed A: `juggle simulate a --json`: the paper's values are in a chart" in why[0]
+    assert "- Seed B: `juggle simulate b --json`" in why[1] and "Seed A" not in why[1]

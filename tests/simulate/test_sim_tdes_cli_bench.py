@@ -117,3 +117,24 @@ def test_simulate_tdes_plot_writes_fig7_and_says_so(tmp_path: Path) -> None:
     assert f"wrote {target}" in result.stderr
     refused = CliRunner().invoke(app, ["simulate", "tdes", "--energy", "--plot", str(target)])
     assert refused.exit_code == 2 and "--energy" in refused.stderr
+
+
+def test_table2_resources_come_from_the_synthesis_reports_beside_the_paper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ours is each example module's resources.json, labeled as the report says; the paper's
+    Table 2 is input; a report without the design is refused naming its path."""
+    import juggle.simulate.tdes.model as tdes_model
+    from juggle.shipped import example_module
+
+    table = tdes_model.table2_resources()
+    report = json.loads((example_module("tdes") / "resources.json").read_text())
+    assert table["tdes"]["ours"]["slices"] == report["designs"]["tdes"]["resources"]["slices"]
+    assert table["tdes"]["paper"] == {"slices": 1835, "flipflops": 1527, "luts": 3008, "mult18": 0}
+    assert table["multiplier"]["paper"]["mult18"] == 1
+    assert all(e["labels"] == {"ours": "modeled", "paper": "input"} for e in table.values())
+    (tmp_path / "resources.json").write_text(json.dumps({"figure": "modeled", "designs": {}}))
+    monkeypatch.setattr(tdes_model, "example_module", lambda name: tmp_path)
+    with pytest.raises(ConfigurationError, match="adder") as refused:
+        tdes_model.table2_resources()
+    assert refused.value.path == str(tmp_path / "resources.json")

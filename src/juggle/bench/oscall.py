@@ -15,7 +15,7 @@ What is measured and what is modeled:
   hardware plus the waiter's result transfer if it is hardware.
 * ``ecos_ppc_*`` figures are the paper's platform, not this machine: the eCos/PowerPC 405
   delegate-path model of :mod:`juggle.simulate.reconos.ecos`, per cell of Table 2 the model's
-  bus cycles (``calibrated`` where the cell was a fitting target, else ``modeled``), the
+  bus cycles (``calibrated``: every cell is computed from costs fitted to Table 2 cells), the
   paper's (``input``) and the deviation. ``juggle simulate oscall`` prints the same table
   (:mod:`juggle.commands.simulate.oscall`), nested as ``modeled_ecos_ppc``, with every step of
   every path.
@@ -82,7 +82,8 @@ def _labels() -> dict[str, str]:
 
 LABELS: dict[str, str] = _labels()
 """Every key of :func:`run`'s result → ``measured`` (this machine), ``modeled``,
-``calibrated`` (an eCos/PPC cell that was a fitting target) or ``input`` (the paper's)."""
+``calibrated`` (an eCos/PPC cell, computed from costs fitted to Table 2 cells) or ``input``
+(the paper's)."""
 
 
 @dataclass

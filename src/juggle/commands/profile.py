@@ -58,11 +58,31 @@ def profile(
     except JuggleError as exc:
         fail(exc, json_out)
     if json_out:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(json.dumps(with_nested_labels(doc), indent=2) + "\n")
     else:
         render_profile(doc, Console())
     if not doc["agree"]:
         raise typer.Exit(1)
+
+
+def with_nested_labels(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` (from :func:`~juggle.profile.profile_service`) with the labels every ``--json``
+    document uses: each tier's dotted label keys (``"interface.proxy_us"``) also as nested
+    entries (``{"interface": {"proxy_us": ...}}``) beside the keys they label, and each
+    service's ``service_id`` and ``workload`` (the run's own arguments and ids) labeled
+    *input*. Returns a new document; ``doc`` is unchanged."""
+    out: dict[str, Any] = json.loads(json.dumps(doc))
+    for service in out.get("services", []):
+        for cost in service.get("tiers", {}).values():
+            labels = cost.get("labels", {})
+            for key, kind in list(labels.items()):
+                if "." in key:
+                    group, _, leaf = key.partition(".")
+                    nested = labels.setdefault(group, {})
+                    if isinstance(nested, dict):
+                        nested[leaf] = kind
+        service.setdefault("labels", {}).update(service_id="input", workload="input")
+    return out
 
 
 def _us(value: object) -> str:

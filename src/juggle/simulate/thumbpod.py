@@ -609,7 +609,15 @@ def _comparison(levels: Mapping[str, dict[str, Any]], **params: Figure) -> list[
             if paper is None:
                 continue
             label = level["labels"][key]
+            echoed = label == "input"
+            in_it = {_FITTED_TO[p][0]: params[p].label for p in used}
             fits = [Fit(*_FITTED_TO[p]) for p in used if params[p].label == "calibrated"]
+            note = ""
+            if echoed and fits:  # the figure is the parameter, set to this very paper value
+                note = (
+                    f"{', '.join(f.parameter for f in fits)} is set to this paper value and "
+                    "echoed here (input); the figures computed from it are calibrated"
+                )
             rows.append(
                 comparison(
                     f"Fig 3 {name} {key}",
@@ -618,8 +626,10 @@ def _comparison(levels: Mapping[str, dict[str, Any]], **params: Figure) -> list[
                     level[key],
                     label,
                     unit="x" if key == "gain" else "cycles",
-                    fitted=fits,
-                    echoed=label == "input",
+                    fitted=() if echoed else fits,
+                    echoed=echoed,
+                    uses=in_it,
+                    note=note,
                 )
             )
     return rows

@@ -32,8 +32,9 @@ def simulate_document() -> dict[str, Any]:
         "labels": {"scenario": "input", "paper": "input", "modeled_ecos_ppc": "calibrated"},
         "how": {
             "modeled_ecos_ppc": "the delegate path of the paper's platform, step by step "
-            "with stated costs (juggle.simulate.reconos.ecos); per-cell labels inside: 8 cells "
-            "were fitting targets (calibrated), 6 are predictions (modeled)",
+            "with stated costs (juggle.simulate.reconos.ecos); per-cell labels inside: every "
+            "cell has a fitted cost in its path (calibrated); 8 were fitting targets "
+            "(fitting_targets), the other 6 check the fitted costs",
         },
     }
 
@@ -53,8 +54,13 @@ def render_oscall(doc: dict[str, Any], console: Console) -> None:
     """Print ``doc`` (from :func:`simulate_document`): model beside paper, per cell."""
     table_doc = doc["modeled_ecos_ppc"]
     table = Table(title=f"ReconOS Table 2, eCos/PPC, {table_doc['unit']} (model vs paper)")
-    for column in ("call", "model", "paper", "deviation", "label"):
-        table.add_column(column, justify="left" if column in ("call", "label") else "right")
+    targets = set(table_doc.get("fitting_targets", ()))
+    for column in ("call", "model", "paper", "deviation", "label", "target"):
+        table.add_column(
+            column,
+            justify="left" if column in ("call", "label", "target") else "right",
+            no_wrap=column == "call",
+        )
     for cell, entry in table_doc["cells"].items():
         table.add_row(
             cell,
@@ -62,8 +68,13 @@ def render_oscall(doc: dict[str, Any], console: Console) -> None:
             str(entry["paper_cycles"]),
             f"{entry['deviation_pct']:+.1f} %",
             entry["labels"]["model_cycles"].upper(),
+            "yes" if cell in targets else "no",
         )
     console.print(table)
+    console.print(
+        "[dim]target: a cost was fitted to this cell; every cell is computed from fitted "
+        "costs (calibrated), the others check the fit[/dim]"
+    )
     costs = Table(title="stated costs (bus cycles)")
     for column in ("cost", "value", "label", "source"):
         costs.add_column(column, overflow="fold")

@@ -3,6 +3,8 @@
 Without ``--json`` it prints a rich table (results CALIBRATED: the bus costs are fitted);
 with ``--json`` one JSON document on stdout whose ``labels`` give each key its kind
 (modeled, calibrated, input).
+Fig 7's run also sets Juggle Table 2's resources (the paper's, input) beside the synthesis
+reports of juggle's Verilog (ours, labeled as the report says).
 ``--energy`` runs Fig 8's workload instead of Fig 7's sweep: energy per implementation beside
 the paper's. ``--plot FILE.png`` draws Fig 7, announced as ``wrote FILE.png`` on stderr (with
 ``--json``: under ``files`` in the document). Errors go to stderr with exit status 2.
@@ -94,6 +96,8 @@ def render_tdes(doc: dict[str, Any], console: Console) -> None:
         f"proxied hardware within {100 - doc['as_fast_threshold'] * 100:.0f} % of direct "
         f"from {doc['proxied_as_fast_from']} B up"
     )
+    if "table2_resources" in doc:
+        _render_table2(doc["table2_resources"], console)
     if doc.get("hardware") == "rtl":
         cycles = doc["block_bus_cycles"]
         rtl = Table(
@@ -110,6 +114,32 @@ def render_tdes(doc: dict[str, Any], console: Console) -> None:
                 cells += [f"{doc['throughput_mb_s'][tier][i]:.3f}", f"{values[i]:.3f}"]
             rtl.add_row(_size(size), *cells)
         console.print(rtl)
+
+
+def _render_table2(resources: dict[str, dict[str, Any]], console: Console) -> None:
+    """Juggle Table 2 beside our synthesis reports, each column with its label."""
+    kinds = {entry["labels"]["ours"].upper() for entry in resources.values()}
+    table = Table(
+        title="Juggle Table 2, resources per core: ours (" + "/".join(sorted(kinds)) + ": "
+        "synthesis of juggle's Verilog, slices a packing estimate) vs the paper's (INPUT)"
+    )
+    for col in ("core", "slices", "flip-flops", "LUTs", "MULT18"):
+        table.add_column(col, justify="left" if col == "core" else "right", no_wrap=True)
+
+    def pair(entry: dict[str, Any], key: str) -> str:
+        paper = entry["paper"].get(key)
+        return f"{entry['ours'][key]:,} / " + ("-" if paper is None else f"{paper:,}")
+
+    for design, entry in resources.items():
+        table.add_row(
+            design,
+            *(pair(entry, key) for key in ("slices", "flipflops", "luts", "mult18")),
+        )
+    console.print(table)
+    reports = ", ".join(sorted({entry["report"] for entry in resources.values()}))
+    console.print(
+        f"[dim]each cell: ours / paper (-: the paper gives no figure); ours from {reports}[/dim]"
+    )
 
 
 def _render_energy(doc: dict[str, Any], console: Console) -> None:

@@ -37,6 +37,7 @@ from juggle.core.tenants import DeviceState, ProgrammingModel
 from juggle.errors import ConfigurationError
 from juggle.fabric.profiles import load_profile
 from juggle.progress import Progress
+from juggle.simulate.fidelity import comparison
 from juggle.simulate.ofdm.costs import (
     KERNEL_US,
     PATH_US,
@@ -49,7 +50,7 @@ from juggle.simulate.ofdm.costs import (
 from juggle.simulate.ofdm.dsp import measure_software
 from juggle.simulate.ofdm.shell import Allocation, OfdmFabric, Timeline
 
-__all__ = ["OfdmConfig", "OfdmResult", "run_ofdm"]
+__all__ = ["PAPER_PATH_US", "OfdmConfig", "OfdmResult", "run_ofdm"]
 
 RT = "rtos"
 GP = "gpos"
@@ -133,9 +134,57 @@ class OfdmResult:
             labels["measured"] = "measured"
             for key in self.measured["paths"]["path1"]:
                 labels[f"paths.*.{key}"] = "measured"
+        rows = _paper_comparison(self.modeled)
+        if rows:
+            doc["paper_comparison"] = rows
+            labels["paper_comparison"] = "input"  # each row labels its own figures
         doc["labels"] = labels
         doc["how"] = {key: text for key, text in _HOW.items() if key in doc}
         return doc
+
+
+PAPER_PATH_US: dict[str, float] = {"path1": 3.03, "path2": 6.76, "path3": 5.10, "path4": 9.96}
+"""Eq. 6's constants of the four solution paths, µs (input: the paper's own sums of Table 4)."""
+
+
+def _paper_comparison(modeled: dict[str, Any]) -> list[dict[str, Any]]:
+    """Table 5's T_RCFG (where the profile's bitstream rule derives ours: modeled; sizes the
+    profile states are not compared) and Eq. 6's path constants beside ours."""
+    rows = []
+    for region, entry in modeled["t_rcfg_derivation"].items():
+        if entry["paper_us"] is None or entry["labels"]["t_rcfg_us"] != "modeled":
+            continue
+        rows.append(
+            comparison(
+                f"Table 5 T_RCFG {region}",
+                f"t_rcfg_derivation.{region}.t_rcfg_us",
+                float(entry["paper_us"]),
+                float(entry["t_rcfg_us"]),
+                "modeled",
+                unit="us",
+                uses={
+                    "share_pct": "input",
+                    "full_bitstream_bytes": "input",
+                    "port_bytes_per_s": "input",
+                },
+                note="the share's +-0.5 % rounding gives "
+                f"{entry['share_interval_us'][0]}..{entry['share_interval_us'][1]} us",
+            )
+        )
+    for path, paper in PAPER_PATH_US.items():
+        rows.append(
+            comparison(
+                f"Eq. 6 T_{path.capitalize()} constant",
+                f"path_overhead_us.{path}",
+                paper,
+                float(modeled["path_overhead_us"][path]),
+                "modeled",
+                unit="us",
+                uses={"kernel_overhead_us": "input"},
+                note="Table 4's steps (input) summed along Fig 15's path: the paper's own sum",
+            )
+        )
+    return rows
 
 
 _LABELS: dict[str, str] = {

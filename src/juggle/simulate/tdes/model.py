@@ -34,6 +34,7 @@ FPGA's is a prediction: none of its inputs was fitted to Fig 8's FPGA figure.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -42,6 +43,7 @@ from typing import Any
 from juggle.errors import ConfigurationError, ProfileError
 from juggle.fabric.profiles import BoardProfile, load_profile
 from juggle.services.crypto.model import TdesCore
+from juggle.shipped import example_module
 from juggle.simulate.fidelity import Fit, comparison
 
 __all__ = [
@@ -50,12 +52,15 @@ __all__ = [
     "HARDWARE_OVER_JAVA",
     "JAVA_OVER_C",
     "PAPER_FIG8",
+    "PAPER_TABLE2",
     "SIZES",
+    "TABLE2_MODULES",
     "TIERS",
     "Fig8Workload",
     "TierCosts",
     "run_tdes",
     "run_tdes_energy",
+    "table2_resources",
     "tier_seconds",
 ]
 
@@ -236,11 +241,24 @@ def run_tdes(
             name: round(board.config_port.transfer_ps(size) / 1e9, 3)
             for name, (size, _) in PAPER_TABLE3.items()
         }
-        doc["paper_comparison"] = _table3_comparison(doc["table3_reconfiguration_ms"])
+        doc["table2_resources"] = table2_resources()
+        doc["paper_comparison"] = [
+            *_table3_comparison(doc["table3_reconfiguration_ms"]),
+            *_table2_comparison(doc["table2_resources"]),
+        ]
         doc["labels"]["table3_reconfiguration_ms"] = {
             name: "modeled" if name == "mul" else "calibrated" for name in PAPER_TABLE3
         }
         doc["labels"]["paper_comparison"] = "input"  # each row labels its own figures
+        doc["labels"]["table2_resources"] = {
+            design: entry["labels"] for design, entry in doc["table2_resources"].items()
+        }
+        doc["how"]["table2_resources"] = (
+            "ours: the synthesis report of each core's Verilog (the example module's "
+            "resources.json, written by `juggle module build`: Yosys synth_xilinx -family "
+            "xc2vp; slices a packing estimate, a floor), labeled as the report says; paper: "
+            "Juggle Table 2, copied (input), never used at run time"
+        )
         doc["how"]["table3_reconfiguration_ms"] = (
             "the config port's transfer time of Table 3's bitstream sizes (input): "
             "cycles_per_word fitted to add and tdes (calibrated); mul is the one point "
@@ -254,6 +272,89 @@ def run_tdes(
         )
         doc["labels"]["block_bus_cycles_figure"] = "modeled"
     return doc
+
+
+PAPER_TABLE2: dict[str, dict[str, int]] = {
+    "adder": {"slices": 108, "flipflops": 176, "mult18": 0},
+    "multiplier": {"slices": 88, "flipflops": 144, "mult18": 1},
+    "des": {"slices": 660, "flipflops": 513, "mult18": 0},
+    "tdes": {"slices": 1835, "flipflops": 1527, "luts": 3008, "mult18": 0},
+}
+"""Table 2 of the Juggle paper: the physical resources of each hardware service (input, for
+comparison only). The paper gives LUTs for Triple-DES alone (3,008)."""
+
+TABLE2_MODULES: dict[str, str] = {
+    "adder": "math",
+    "multiplier": "math",
+    "des": "des",
+    "tdes": "tdes",
+}
+"""Table 2's design -> the shipped example module whose ``resources.json`` reports it."""
+
+_REPORT_KEYS: dict[str, str] = {"slices": "slices", "flipflops": "flipflops", "mult18": "mult18"}
+
+
+def table2_resources() -> dict[str, dict[str, Any]]:
+    """Juggle Table 2 beside ours: per design, ``ours`` from the synthesis report of its
+    example module (``resources.json``: slices, flip-flops, LUTs, MULT18X18s), labeled as the
+    report's ``figure`` says (its first word, e.g. *modeled*), and ``paper`` (input).
+
+    Raises :class:`~juggle.errors.ConfigurationError` naming the report when it is missing,
+    unreadable, lacks the design or says no kind; :class:`~juggle.errors.UnknownModuleError`
+    when the example modules are not installed."""
+    out: dict[str, dict[str, Any]] = {}
+    for design, module in TABLE2_MODULES.items():
+        path = example_module(module) / "resources.json"
+        try:
+            report = json.loads(path.read_text())
+            entry = report["designs"][design]
+            ours = {key: int(entry["resources"][src]) for key, src in _REPORT_KEYS.items()}
+            ours["luts"] = int(entry["luts"])
+            figure = str(report["figure"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigurationError(
+                f"synthesis report {path} has no resources of {design!r}: {exc}",
+                path=str(path),
+            ) from exc
+        kind = figure.split(" ", 1)[0]
+        if kind not in ("modeled", "measured", "calibrated", "input"):
+            raise ConfigurationError(
+                f"synthesis report {path} says its figures are {figure!r}: no kind",
+                path=str(path),
+                value=figure,
+            )
+        out[design] = {
+            "ours": ours,
+            "paper": dict(PAPER_TABLE2[design]),
+            "report": f"examples/modules/{module}/resources.json",
+            "tool": str(entry.get("tool", "")),
+            "figure": figure,
+            "labels": {"ours": kind, "paper": "input"},
+        }
+    return out
+
+
+def _table2_comparison(resources: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Table 2 beside the synthesis reports: one row per figure the paper gives that is not
+    zero (a zero has no error against it)."""
+    rows = []
+    for design, entry in resources.items():
+        for key, paper in entry["paper"].items():
+            if paper == 0:
+                continue
+            rows.append(
+                comparison(
+                    f"Table 2 {design} {key}",
+                    f"table2_resources.{design}.ours.{key}",
+                    float(paper),
+                    float(entry["ours"][key]),
+                    entry["labels"]["ours"],
+                    unit=key,
+                    note=f"{entry['tool']} on juggle's Verilog, not the paper's core"
+                    + ("; slices a packing estimate (a floor)" if key == "slices" else ""),
+                )
+            )
+    return rows
 
 
 PAPER_TABLE3: dict[str, tuple[int, float]] = {

@@ -1,5 +1,7 @@
-"""Every figure of every ``--json`` document of ``juggle simulate`` and ``juggle bench`` says
-how it was obtained.
+"""Every figure of every ``--json`` document of ``juggle`` says how it was obtained: the
+``simulate`` scenarios, ``bench``, ``demo``, ``profile``, the shell's replies, and the operator
+commands against a daemon (``juggle --connect SOCKET services|regions|tenants|stats|juggle|
+tier|recover``, walked on one real daemon, :func:`remote_docs`).
 
 THE RULE (the convention most documents already used): a numeric leaf (int or float, not a
 bool) is labeled by the nearest enclosing object that has a ``labels`` dict with an entry for
@@ -11,8 +13,9 @@ items take their list's label. A label that is free text, or none at all, fails.
 The ``simulate`` subcommands are found by walking the typer app (a new scenario is covered
 without editing this file); each runs with the smallest arguments its options offer, and a
 command with ``--experiment`` runs every experiment it has (listed in :data:`EXPERIMENTS_OF`).
-Every other command of the app with ``--json`` is either walked here (:data:`WALKED`) or listed
-with the reason it is not (:data:`NOT_WALKED`); a new one is neither, and fails
+Every other command of the app with ``--json`` is either walked here (:data:`WALKED`, the
+daemon's :data:`REMOTE`, the :data:`SHELL_SCRIPT`) or listed with the reason it is not
+(:data:`NOT_WALKED`); a new one is neither, and fails
 :func:`test_every_json_command_is_walked_or_listed`.
 
 THE USES RULE (beside the provenance rule of ``labels_support``): a ``paper_comparison`` row
@@ -24,7 +27,17 @@ figure that is the paper's value copied is *input*.
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
+import enum
 import json
+import os
+import shutil
+import sys
+import types
+import typing
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,8 +45,26 @@ import typer.main
 from typer.testing import CliRunner
 
 from juggle.commands.cli import _register_scenarios, app
+from juggle.commands.remote import COMMANDS, labeled, run_remote
+from juggle.daemon.client import Client
+from juggle.daemon.protocol import to_wire
+from juggle.fabric.resources import Resources
 from juggle.simulate.router.experiments import EXPERIMENTS
-from labels_support import paper_rows, paper_values_not_input, provenance_violations, unlabeled
+from labels_support import (
+    figure_labels,
+    paper_rows,
+    paper_values_not_input,
+    provenance_violations,
+    unlabeled,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "daemon"))
+from daemon_support import (  # type: ignore[import-not-found, unused-ignore]  # noqa: E402
+    MODULES,
+    DaemonProcess,
+    make_base,
+)
 
 SMALL: dict[str, list[str]] = {
     "--duration": ["--duration", "0.02"],
@@ -82,10 +113,34 @@ WALKED: dict[str, list[str]] = {
 }
 """Commands outside ``simulate`` whose ``--json`` the walk reads, with the arguments it uses."""
 
-_SNAPSHOT = (
-    "not walked yet: a snapshot of a framework's or daemon's state (ids, names, counters, "
-    "states); its numeric fields carry no labels, and the remote commands need a daemon"
-)
+REMOTE: dict[str, list[str]] = {
+    "services": ["services"],
+    "regions": ["regions"],
+    "tenants": ["tenants"],
+    "stats": ["stats", "1"],
+    "recover": ["recover", "prr0"],
+    "tier": ["tier", "1", "software"],
+    "juggle": ["juggle", "--to-hardware", "1"],
+}
+"""The operator commands (``juggle --connect SOCKET ARGS --json``) the walk runs on one daemon
+(:func:`remote_docs`), with their arguments (service 1 is the module the walk installs)."""
+
+SHELL_SCRIPT = [
+    f"install {MODULES / 'tdes'}",
+    "start 1",
+    "modules",
+    "services",
+    "regions",
+    "juggle 1",
+    "stats 1",
+    "tier 1 software",
+    "focus mail",
+    "controller",
+    "stats 99",
+    "quit",
+]
+"""The lines ``juggle shell --json`` is fed: each reply is a document of its own."""
+
 NOT_WALKED: dict[str, str] = {
     "board check": "a pass/fail report of the board profile's checks: no figure",
     "daemon": "starts the daemon and prints its socket path and pid: no figure",
@@ -103,14 +158,6 @@ NOT_WALKED: dict[str, str] = {
     "module test": "issue 23's module test (pass/fail per check of a module's RTL against "
     "its model): no figure",
     "module validate": "a pass/fail report of a module folder: no figure",
-    "shell": "an interactive shell; --json makes each reply a document of its command",
-    "juggle": _SNAPSHOT,
-    "recover": _SNAPSHOT,
-    "regions": _SNAPSHOT,
-    "services": _SNAPSHOT,
-    "stats": _SNAPSHOT,
-    "tenants": _SNAPSHOT,
-    "tier": _SNAPSHOT,
 }
 """Commands with ``--json`` the walk does not read, and why."""
 
@@ -281,6 +328,7 @@ def coverage_gaps(commands: set[str]) -> list[str]:
     ``--json``): one line per command neither walked nor listed, walked and listed, or listed
     but gone (a :data:`PENDING` one may be absent). Empty: every command is covered."""
     walked = {f"simulate {run_id.split()[0]}" for run_id, _ in RUNS} | set(WALKED)
+    walked |= set(REMOTE) | {"shell"}
     listed = set(NOT_WALKED)
     out = [
         f"{c}: neither walked nor listed with a reason" for c in sorted(commands - walked - listed)
@@ -294,10 +342,11 @@ def coverage_gaps(commands: set[str]) -> list[str]:
 
 
 def test_every_json_command_is_walked_or_listed() -> None:
-    """Each command with ``--json`` is walked (``simulate``'s subcommands, :data:`WALKED`) or
-    listed with a reason (:data:`NOT_WALKED`), never both; nothing listed is gone."""
+    """Each command with ``--json`` is walked (``simulate``'s subcommands, :data:`WALKED`,
+    :data:`REMOTE`, the shell) or listed with a reason (:data:`NOT_WALKED`), never both;
+    nothing listed is gone."""
     commands = json_commands()
-    assert {"bench", "demo", "profile", "services", "module build"} <= commands
+    assert {"bench", "demo", "profile", "services", "shell", "module build"} <= commands
     assert coverage_gaps(commands) == []
     assert all(reason.strip() for reason in NOT_WALKED.values())
 
@@ -349,3 +398,222 @@ def test_the_uses_rule_catches_a_cell_computed_from_fitted_costs_labeled_modeled
     assert uses_violations(thumb) == [
         "Fig 3 c interface_cycles: echoed (input) but lists fitted ['kni_cycles']"
     ]
+
+
+# -- the shell and the operator commands against a daemon ---------------------------------------
+
+
+def test_the_shell_replies_label_every_figure() -> None:
+    """``juggle shell --json`` fed :data:`SHELL_SCRIPT`: one reply per line, each a document
+    (its figures, should a reply carry any, labeled); the juggle's reply says which kind each
+    of its figures is."""
+    result = CliRunner().invoke(app, ["shell", "--json"], input="\n".join(SHELL_SCRIPT) + "\n")
+    assert result.exit_code == 0, result.output
+    replies = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [reply["command"] for reply in replies] == SHELL_SCRIPT
+    failed = [reply["command"] for reply in replies if not reply["ok"]]
+    assert failed == ["stats 99"] and replies[-2]["type"] == "UnknownServiceError"
+    for reply in replies:
+        assert unlabeled(reply) == [], reply["command"]
+        assert paper_values_not_input(reply) == [], reply["command"]
+    juggled = "\n".join(replies[SHELL_SCRIPT.index("juggle 1")]["output"])
+    assert "calibrated" in juggled and "input" in juggled and "measured" in juggled
+
+
+FAULTY_DRIVER = '''"""The TDES driver with a bus error on a block that starts with b"BUSERROR"."""
+
+from juggle.services.crypto import TdesDriver
+
+
+class BusErrorDriver(TdesDriver):
+    def encrypt(self, buf, size):
+        if bytes(memoryview(buf)[:8]) == b"BUSERROR":
+            raise OSError(5, "bus error (test driver)")
+        return super().encrypt(buf, size)
+'''
+
+KEY = bytes.fromhex("0123456789ABCDEF23456789ABCDEF01456789ABCDEF0123")
+
+
+def faulty_tdes(where: Path) -> Path:
+    """The tdes module whose driver raises a bus error on demand (quarantining its region),
+    with a numeric property (``block_bytes``) beside its string ones."""
+    target = where / "tdes"
+    shutil.copytree(MODULES / "tdes", target)
+    (target / "faulty_tdes.py").write_text(FAULTY_DRIVER)
+    toml = (target / "juggle.toml").read_text()
+    toml = toml.replace('"tdes_module.TdesDriver"', '"faulty_tdes.BusErrorDriver"')
+    toml = toml.replace('version = "1.0.0" }', 'version = "1.0.0", block_bytes = 8 }')
+    assert "BusErrorDriver" in toml and "block_bytes" in toml
+    (target / "juggle.toml").write_text(toml)
+    target.chmod(0o755)
+    return target
+
+
+def cli_json(socket: Path, argv: list[str]) -> Any:
+    """``juggle --connect SOCKET ARGV --json`` in this process: its document."""
+    result = CliRunner().invoke(app, ["--connect", str(socket), *argv, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def remote_docs() -> Iterator[dict[str, Any]]:
+    """Every operator command's document, from one daemon (this uid a tenant and an admin)
+    at its fullest: the faulty tdes module installed and in hardware (``regions``), a bus
+    error quarantines prr0 (``services``), ``recover`` puts it back, a hardware call, then
+    ``stats``, ``tenants``, ``tier``, ``juggle``. The commands of :data:`COMMANDS` the CLI
+    does not have (``whoami``, ``install``, ``modules``, ``reload-policy``) by
+    :func:`~juggle.commands.remote.run_remote`, whose documents the CLI prints."""
+    base = make_base()
+    uid = os.getuid()
+    policy = f'version = 1\nadmin_uids = [{uid}]\n\n[[tenants]]\nname = "ops"\nuids = [{uid}]\n'
+    daemon = DaemonProcess(base, policy)
+    sock = daemon.socket
+    docs: dict[str, Any] = {}
+    try:
+        module = faulty_tdes(base)
+        daemon.start()
+        docs["whoami"] = run_remote(sock, "whoami")
+        docs["install"] = run_remote(sock, "install", module=module)
+        docs["modules"] = run_remote(sock, "modules")
+        docs["reload-policy"] = run_remote(sock, "reload-policy")
+        with daemon.client() as ops:
+            (sid,) = [s.service_id for s in ops.services()]
+            assert sid == 1  # what REMOTE's arguments name
+            assert ops.juggle(to_hardware=sid).tiers[sid] == "hardware"
+            docs["regions"] = cli_json(sock, REMOTE["regions"])
+            enc = ops.get_service("EncryptionService")
+            enc.load_key(KEY)
+            enc.encrypt(bytearray(b"BUSERROR" + bytes(8)), 16)  # served by software
+            assert [r.state for r in ops.regions()] == ["ERROR"]
+            for name in ("services", "recover"):
+                docs[name] = cli_json(sock, REMOTE[name])
+            enc.encrypt(bytearray(16), 16)  # in hardware again
+            for name in ("stats", "tenants", "tier", "juggle"):
+                docs[name] = cli_json(sock, REMOTE[name])
+        yield docs
+    finally:
+        daemon.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_every_remote_command_is_walked(remote_docs: dict[str, Any]) -> None:
+    """The walk has a document of every daemon command, and the state it meant: a
+    programmed region, a report of the recovery, a fallback and a modeled hardware call in
+    the statistics, a tenant with a device, a numeric service property."""
+    assert set(remote_docs) == set(COMMANDS) and set(REMOTE) <= set(COMMANDS)
+    (region,) = remote_docs["regions"]
+    assert region["state"] == "PROGRAMMED" and region["service_id"] == 1
+    assert remote_docs["recover"]["to_hardware"] == 1
+    assert remote_docs["recover"]["reconfiguration_ms"] > 0
+    stats = remote_docs["stats"]
+    assert stats["fallbacks"] == 1 and stats["hardware_modeled_mean_us"] is not None
+    (tenant,) = remote_docs["tenants"]
+    assert tenant["name"] == "ops" and tenant["devices"]
+    (service,) = remote_docs["services"]
+    assert service["properties"]["block_bytes"] == 8
+
+
+FILLED: dict[str, dict[str, Any]] = {"reload-policy": {"closed_connections": [7]}}
+"""Fields of a plain-map document the walk's daemon leaves empty, set as they would be (a
+reload that closed connection 7)."""
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_remote_command_labels_every_figure(remote_docs: dict[str, Any], name: str) -> None:
+    doc = remote_docs[name]
+    if name in FILLED:
+        doc = {**doc, **FILLED[name]}
+    assert figure_labels(doc), f"{name}: no figure to walk"
+    assert unlabeled(doc) == []
+    assert paper_values_not_input(doc) == []
+
+
+CLIENT_METHOD: dict[str, str] = {
+    "services": "services",
+    "regions": "regions",
+    "tenants": "tenants",
+    "modules": "modules",
+    "install": "install",
+    "stats": "statistics",
+    "juggle": "juggle",
+    "tier": "set_tier",
+    "recover": "recover",
+}
+"""The client method behind each daemon command that returns snapshots (``whoami`` and
+``reload-policy`` return plain maps: the daemon walk covers them)."""
+
+
+def fullest(tp: Any) -> Any:
+    """A value of type ``tp`` with every field set: numbers not zero, optional fields given,
+    one item in each tuple and map, a number for ``Any`` (a service property may be one).
+    Raises AssertionError for a type it does not know."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Resources:
+        return Resources(slices=1, flipflops=2, mult18=3, ram16=4)
+    if origin in (types.UnionType, typing.Union):
+        return fullest(next(a for a in args if a is not type(None)))
+    if origin is tuple:
+        return tuple(fullest(a) for a in args if a is not Ellipsis)
+    if origin in (collections.abc.Mapping, dict):
+        return {fullest(args[0]): fullest(args[1])}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        return tp(**{f.name: fullest(hints[f.name]) for f in dataclasses.fields(tp)})
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return next(iter(tp))
+    if tp is bool:
+        return True
+    if tp in (int, float):
+        return tp(3)
+    if tp is str:
+        return "x"
+    if tp is Any:
+        return 7
+    raise AssertionError(f"no value for {tp!r}")
+
+
+@pytest.mark.parametrize("name", sorted(CLIENT_METHOD))
+def test_every_field_of_a_remote_snapshot_is_labeled(name: str) -> None:
+    """Every numeric field the snapshot type behind ``name`` has (read from the client's
+    return type: a field added to the runtime's snapshot is walked here at once), set, is
+    labeled in the command's document."""
+    assert set(CLIENT_METHOD) | {"whoami", "reload-policy"} == set(COMMANDS)
+    returned = typing.get_type_hints(getattr(Client, CLIENT_METHOD[name]))["return"]
+    doc = labeled(name, to_wire(fullest(returned)))
+    assert figure_labels(doc), f"{name}: no figure to walk"
+    assert unlabeled(doc) == []
+
+
+KIND_AT: dict[tuple[str, str], str] = {
+    ("services", "[0].properties.block_bytes"): "input",  # the module's descriptor: 8
+    ("services", "[0].service_id"): "input",
+    ("regions", "[0].resources.slices"): "input",  # the xupv2p profile's prr0
+    ("tenants", "[0].priority"): "input",  # the policy's (its default)
+    ("tenants", "[0].devices[0].calls"): "measured",
+    ("stats", "service_id"): "input",  # the command's argument
+    ("stats", "total.mean_us"): "measured",
+    ("stats", "per_method.encrypt.calls"): "measured",
+    ("stats", "hardware_modeled_mean_us"): "modeled",
+    ("recover", "reconfiguration_ms"): "calibrated",
+    ("juggle", "bridge_ms"): "input",  # the profile's bridge switch time
+    ("juggle", "overhead_us"): "measured",
+    ("tier", "to_software[0]"): "input",
+    ("whoami", "max_frame"): "input",
+}
+"""Figures of the daemon walk and the kind each must have: an input (a value the walk gave:
+descriptor, profile, policy, argument) labeled anything but *input* fails, as does a
+measured, modeled or calibrated figure labeled otherwise."""
+
+
+def test_remote_inputs_are_labeled_input(remote_docs: dict[str, Any]) -> None:
+    found = {
+        (name, path): label
+        for name, doc in remote_docs.items()
+        for path, _, label in figure_labels(doc)
+        if (name, path) in KIND_AT
+    }
+    assert found == KIND_AT
+    assert remote_docs["services"][0]["properties"]["block_bytes"] == 8
+    assert remote_docs["stats"]["service_id"] == 1

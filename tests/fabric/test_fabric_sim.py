@@ -258,3 +258,28 @@ def test_registration_validates_now() -> None:
     catalog.unregister("regs")
     with pytest.raises(UnknownDesignError):
         catalog.unregister("regs")
+
+
+def test_a_failed_update_gives_the_installed_versions_model_back() -> None:
+    """An update's code claims the design over the installed version (``replacing``); when the
+    update fails and its claims are released, the installed version's model plays the design
+    again. When the update succeeds, releasing the old version leaves the new model."""
+
+    class NewRegs(RegFile):
+        pass
+
+    catalog = ModelCatalog()
+    assert catalog.claim("regs", RegFile, "mod_v1")
+    assert catalog.claim("regs", NewRegs, "mod_v2", replacing="mod_v1")
+    assert catalog.resolve("regs") is NewRegs
+    assert catalog.release("mod_v2") == ("regs",)  # the update failed
+    assert catalog.resolve("regs") is RegFile
+    assert catalog.release("mod_v1") == ("regs",)  # the installed version goes later
+    assert "regs" not in catalog
+
+    assert catalog.claim("regs", RegFile, "mod_v1")
+    assert catalog.claim("regs", NewRegs, "mod_v2", replacing="mod_v1")
+    assert catalog.release("mod_v1") == ()  # the update succeeded: the old version goes
+    assert catalog.resolve("regs") is NewRegs
+    assert catalog.release("mod_v2") == ("regs",)
+    assert "regs" not in catalog

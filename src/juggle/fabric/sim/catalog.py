@@ -40,6 +40,9 @@ class ModelCatalog:
     def __init__(self, models: Mapping[str, type[RegisterModel] | str] | None = None) -> None:
         self._entries: dict[str, type[RegisterModel] | str] = {}
         self._owners: dict[str, str] = {}  # design → the module that claimed it
+        # design → (owner, model) an update's claim took over: given back if the new owner is
+        # released while the old one is still installed (a failed update), dropped with the old
+        self._replaced: dict[str, tuple[str, type[RegisterModel] | str]] = {}
         self._lock = threading.Lock()
         for design, model in (models or {}).items():
             self.register(design, model)
@@ -69,6 +72,7 @@ class ModelCatalog:
             _validate(design, model)
         with self._lock:
             self._owners.pop(design, None)
+            self._replaced.pop(design, None)
             self._entries[design] = model
 
     def claim(
@@ -108,23 +112,35 @@ class ModelCatalog:
                 design=design,
             )
         with self._lock:
+            if entry is not None and current is not None and current != owner:
+                self._replaced[design] = (current, entry)
             self._entries[design] = model
             self._owners[design] = owner
         return True
 
     def release(self, owner: str) -> tuple[str, ...]:
-        """Forget every model ``owner`` claimed; returns their designs."""
+        """Forget every model ``owner`` claimed; returns their designs. A design ``owner``
+        took over from another module (``claim(replacing=...)``) goes back to that module, so a
+        failed update leaves the installed version's models as they were."""
         with self._lock:
             designs = tuple(d for d, o in self._owners.items() if o == owner)
             for design in designs:
-                del self._owners[design]
-                del self._entries[design]
+                back = self._replaced.pop(design, None)
+                if back is not None:
+                    self._owners[design], self._entries[design] = back
+                else:
+                    del self._owners[design]
+                    del self._entries[design]
+            for design, (old, _) in list(self._replaced.items()):
+                if old == owner:  # the update succeeded and the old version is gone
+                    del self._replaced[design]
         return designs
 
     def unregister(self, design: str) -> None:
         """Forget ``design``. Raises :class:`~juggle.errors.UnknownDesignError` if unknown."""
         with self._lock:
             self._owners.pop(design, None)
+            self._replaced.pop(design, None)
             if self._entries.pop(design, None) is None:
                 raise UnknownDesignError(f"model catalog has no design {design!r}", design=design)
 

@@ -82,6 +82,7 @@ base's::
     │   ├── ResourceError
     │   ├── UnknownRegionError (KeyError)
     │   ├── WindowAccessError  [region, path, offset, value]
+    │   │   └── BusResponseError  [region, offset, response]
     │   └── WindowAttachError
     ├── FrameworkClosedError
     ├── HardwareThreadError  [thread, value]
@@ -664,6 +665,24 @@ class WindowAccessError(FabricError):
         super().__init__(message, region=region, value=value)
         self.path = path
         self.offset = offset
+
+
+class BusResponseError(WindowAccessError):
+    """A register access reached the core and the core answered it with an error response
+    (AXI4-Lite ``SLVERR`` or ``DECERR``, or ``EXOKAY``, which AXI4-Lite does not allow):
+    ``region`` and ``offset`` name where, ``response`` the response. A hardware fault the
+    fault containment handles (the region goes to ERROR)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        region: str | None = None,
+        offset: int | None = None,
+        response: str | None = None,
+    ) -> None:
+        super().__init__(message, region=region, offset=offset)
+        self.response = response
 
 
 class RegionEmptyError(FabricError):

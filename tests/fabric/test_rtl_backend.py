@@ -40,11 +40,12 @@ from juggle.fabric import (
 from juggle.fabric.faults import GARBAGE_PATTERN
 from juggle.fabric.profiles import RegionProfile
 from juggle.fabric.rtl import (
+    BUILTIN_RTL,
     HDL_ROOT,
+    PipeSim,
     RtlBackend,
     RtlCatalog,
     RtlWindow,
-    SimProcess,
     VerilatorEngine,
 )
 from juggle.fabric.sim import SimWindow
@@ -158,9 +159,9 @@ def test_hung_simulator_times_out(backend: RtlBackend, region: RegionProfile) ->
 
 
 def test_garbage_from_the_simulator_is_a_fabric_error() -> None:
-    script = "import sys\nprint('ready 1 fake', flush=True)\nsys.stdin.readline()\n"
-    script += "print('zz top', flush=True)\nsys.stdin.readline()\n"
-    sim = SimProcess([sys.executable, "-c", script], label="fake", timeout=5.0)
+    script = "import sys\nprint('ready 2 fake', flush=True)\nsys.stdin.readline()\n"
+    script += "print('zz top 0', flush=True)\nsys.stdin.readline()\n"
+    sim = PipeSim([sys.executable, "-c", script], label="fake", timeout=5.0)
     with pytest.raises(WindowAccessError, match="garbage"):
         sim.read(0)
     with pytest.raises(WindowAccessError, match="garbage"):
@@ -170,11 +171,13 @@ def test_garbage_from_the_simulator_is_a_fabric_error() -> None:
 
 def test_simulator_that_never_gets_ready() -> None:
     with pytest.raises(WindowAccessError, match="exited with status 3"):
-        SimProcess([sys.executable, "-c", "import sys; sys.exit(3)"], label="fake")
+        PipeSim([sys.executable, "-c", "import sys; sys.exit(3)"], label="fake")
     with pytest.raises(WindowAccessError, match="protocol"):
-        SimProcess([sys.executable, "-c", "print('hello')"], label="fake")
+        PipeSim([sys.executable, "-c", "print('hello')"], label="fake")
+    with pytest.raises(WindowAccessError, match="protocol 2"):  # an old harness
+        PipeSim([sys.executable, "-c", "print('ready 1 top')"], label="fake")
     with pytest.raises(CoreTimeoutError):
-        SimProcess(
+        PipeSim(
             [sys.executable, "-c", "import time; time.sleep(10)"],
             label="fake",
             start_timeout=0.3,
@@ -265,7 +268,18 @@ def test_catalog_refuses_malformed_entries(tmp_path: Path) -> None:
     catalog.remove("a")
     with pytest.raises(UnknownDesignError):
         catalog.get("a")
-    assert set(RtlCatalog.builtin().designs()) == {"des", "tdes", "adder", "multiplier", "adpcm"}
+    assert (
+        set(RtlCatalog.builtin().designs())
+        == set(BUILTIN_RTL)
+        >= {
+            "des",
+            "tdes",
+            "adder",
+            "multiplier",
+            "adpcm",
+            "aes",
+        }
+    )
     assert all(p.is_relative_to(HDL_ROOT) for p in RtlCatalog.builtin().get("tdes").sources)
 
 

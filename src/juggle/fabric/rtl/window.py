@@ -4,10 +4,12 @@ An :class:`RtlWindow` is a :class:`~juggle.fabric.sim.window.SimWindow` (same of
 bridge gating, closing, statistics and injected access faults) whose core is the design's
 RTL in a :class:`~juggle.fabric.rtl.process.SimProcess` instead of a Python register model.
 Every ``read32``/``write32`` is one bus transaction of real clock cycles in the simulator:
-the profile's ``[bus] read_cycles`` (``write_cycles``) long, the strobe in its last cycle
-(at least one cycle). The modeled clock advances by the cycles the RTL reports at the
-profile's ``fabric_hz``: the window charges the profile's bus cost as every simulated window
-does, and the core adds any cycles the transaction took beyond it.
+on the register bus the profile's ``[bus] read_cycles`` (``write_cycles``) long, the strobe in
+its last cycle (at least one cycle); on AXI4-Lite that long for a core answering at once,
+longer by every wait state the core adds (``docs/rtl.md``). The modeled clock advances by
+the cycles the RTL reports at the profile's ``fabric_hz``: the window charges the profile's
+bus cost as every simulated window does, and the core adds any cycles the transaction took
+beyond it.
 
 Injected access faults (:mod:`juggle.fabric.faults`): ``driver_error`` raises ``OSError`` as on
 every simulated window; ``core_garbage`` XORs ``GARBAGE_PATTERN`` onto reads of the design's
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import errno
 
+from juggle.errors import WindowAccessError
 from juggle.fabric.faults import GARBAGE_PATTERN, FaultInjector
 from juggle.fabric.rtl.process import SimProcess
 from juggle.fabric.sim.clock import ModelClock, cycles_to_ps
@@ -72,8 +75,9 @@ class RtlWindow(SimWindow):
 
     Raises what :class:`~juggle.fabric.sim.window.SimWindow` raises, plus the simulator's
     failures (:class:`~juggle.errors.WindowAccessError` when it died or answered garbage,
-    :class:`~juggle.errors.CoreTimeoutError` when it hung). Closing the window stops the
-    simulator.
+    :class:`~juggle.errors.BusResponseError` when an AXI4-Lite core answered SLVERR or
+    DECERR, :class:`~juggle.errors.CoreTimeoutError` when it hung or a handshake went over the
+    limit). Closing the window stops the simulator.
     """
 
     def __init__(
@@ -109,6 +113,43 @@ class RtlWindow(SimWindow):
             enabled=enabled,
             faults=faults,
         )
+
+    def read32(self, offset: int) -> int:
+        """Read the 32-bit register at ``offset``: one read transaction in the simulator.
+
+        Raises the errors listed in the class docstring, and ``OSError`` for an injected
+        ``driver_error``. (SimWindow's access, without the core-cycle argument the RTL does
+        not use: this is the hot path of every RTL access.)
+        """
+        if offset & 3 or not 0 <= offset < self._size:
+            raise self._bad_offset(offset)
+        with self._lock:
+            if self._faults.pending:
+                self._inject(offset)
+            self._advance(self._read_ps)
+            self._reads += 1
+            return self._target.read(offset, 0)
+
+    def write32(self, offset: int, value: int) -> None:
+        """Write ``value`` to the register at ``offset``: one write transaction.
+
+        Raises the errors listed in the class docstring, and ``OSError`` for an injected
+        ``driver_error``.
+        """
+        if offset & 3 or not 0 <= offset < self._size:
+            raise self._bad_offset(offset)
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise WindowAccessError(
+                f'window {self.region!r}: "value" must be in 0..0xFFFFFFFF, got {value!r}',
+                region=self.region,
+                value=value,
+            )
+        with self._lock:
+            if self._faults.pending:
+                self._inject(offset)
+            self._advance(self._write_ps)
+            self._writes += 1
+            self._target.write(offset, value, 0)
 
     @property
     def pid(self) -> int:

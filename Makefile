@@ -8,7 +8,7 @@ STAMP_TEST := $(VENV)/.installed-test
 # the C extensions of setup.py: editing one re-runs the editable install, which rebuilds it
 C_SOURCES := src/juggle/runtime/_dispatch.c src/juggle/fabric/linux/_busguard.c
 
-.PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep golden fidelity
+.PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep golden fidelity synth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,11 @@ fuzz-daemon: $(STAMP_TEST)
 # (about 10 minutes on 2 cores; SWEEP_JOBS processes, default 2)
 sweep: $(STAMP_TEST)
 	$(BIN)/python tests/simulate/sweep_controllers.py --jobs $(or $(SWEEP_JOBS),2)
+
+# rebuild every shipped module's synthesis report with Yosys (AES's takes ~45 s) and compare it
+# with the committed resources.json
+synth: $(STAMP_TEST)
+	JUGGLE_SYNTH_ALL=1 $(BIN)/python -m pytest -q tests/services/test_synthesized_resources.py
 
 # rewrite the golden outputs of `juggle simulate` (tests/golden/*.json: the modeled, input and
 # calibrated figures at fixed seeds, compared exactly by tests/test_golden.py) and show what moved

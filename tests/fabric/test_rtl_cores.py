@@ -42,9 +42,16 @@ def _simulators() -> None:
 # -- register level ---------------------------------------------------------------------------
 
 #: the longest operation of each core, in cycles (ADPCM: a word of 8 codes)
-_LATENCY = {"des": 16, "tdes": 48, "adder": 1, "multiplier": 4, "adpcm": 8}
+_LATENCY = {"des": 16, "tdes": 48, "adder": 1, "multiplier": 4, "adpcm": 8, "aes": 11}
 #: the register whose write starts an operation
-_TRIGGER = {"des": 0x00, "tdes": 0x00, "adder": 0x00, "multiplier": 0x00, "adpcm": 0x0C}
+_TRIGGER = {
+    "des": 0x00,
+    "tdes": 0x00,
+    "adder": 0x00,
+    "multiplier": 0x00,
+    "adpcm": 0x0C,
+    "aes": 0x00,
+}
 _SPECIAL = (0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 88, 89, 100, 0x7FFF, 0x8000, 0xFFFF, 0xFFFFFFFF)
 
 
@@ -53,6 +60,7 @@ _SPECIAL = (0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 88, 89, 100, 0x7FFF, 0x8000, 0xFFFF,
 def test_random_register_accesses_agree(design: str, profile: str) -> None:
     rnd = random.Random(f"{design}/{profile}")
     statuses: set[int] = set()
+    key_written_at: int | None = None  # aes: cycle of the last KEY write
     with Pair(design, profile) as pair:
         for step in range(1500):
             reading = rnd.random() < 0.5
@@ -69,8 +77,18 @@ def test_random_register_accesses_agree(design: str, profile: str) -> None:
                     statuses.add(want)
             else:
                 value = rnd.getrandbits(32) if rnd.random() < 0.6 else rnd.choice(_SPECIAL)
+                if design == "aes" and offset == 0x00 and value & 3 == 3:
+                    # aes_core.v: a decrypting START waits for the last round key, derived
+                    # in the 10 cycles after a KEY write; the model does not time that
+                    while (
+                        key_written_at is not None
+                        and pair.cycles()[1] + pair.profile.bus.write_cycles - key_written_at < 10
+                    ):
+                        assert pair.rtl.read32(0x04) == pair.sim.read32(0x04)
                 pair.rtl.write32(offset, value)
                 pair.sim.write32(offset, value)
+                if design == "aes" and 0x10 <= offset <= 0x1C:
+                    key_written_at = pair.cycles()[1]
             model_cycles, rtl_cycles = pair.cycles()
             assert rtl_cycles == model_cycles, f"step {step}: clocks differ"
         for bad in (0x40, 0x02):

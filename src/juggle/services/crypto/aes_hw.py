@@ -40,7 +40,12 @@ Timing of the model: a START written at cycle ``t`` latches DATA0..3 and KEY0..3
 the block at once; STATUS reads BUSY until cycle ``t + 11`` and DONE after, and only then do
 RESULT0..3 show the new block. Decryption also takes 11 cycles: the model assumes the core
 derives the last round key (where on-the-fly decryption starts) when the key is written, and
-does not model the time of that step.
+does not model the time of that step. juggle's Verilog of the core
+(``services/hdl/aes/aes_core.v``) takes the 10 cycles after a KEY write for it: a decrypting
+START at least 10 cycles after the last KEY write is timed as here, and the driver always
+leaves that much (DATA0..3 and CONTROL are five bus writes, 10 cycles at least on every
+board profile); a decrypting START sooner finishes ``10 - gap`` cycles later than this model
+says (see that file's header). Encryption is never delayed.
 
 Context operations of the driver (one core time-multiplexed among consumers), as the TDES
 driver's (:mod:`juggle.services.crypto.driver`): between calls a consumer's context is its key
@@ -54,13 +59,14 @@ and whether one is loaded. Layout, big-endian, version 1, 20 bytes::
 
 ``restore_context(b"")`` is the power-on state. Every restore also zeroes DATA0..3 and CONTROL.
 
-Resources (:attr:`AesCore.resources`) are estimates for a Virtex-II Pro, not published figures
-(the ThumbPod papers give cycle counts, not this core's area): 10 block RAMs for 20 S-box look-ups
-per cycle (16 state bytes and 4 for the key schedule, two per dual-ported RAM, each RAM holding
-the S-box and its inverse); 786 flip-flops for six 128-bit registers (KEY, DATA, RESULT, state,
-running round key, last round key) and 18 control bits; 920 slices from about 1,470 4-input
-LUTs (MixColumns 256, InvMixColumns 512, AddRoundKey and muxes 256, key schedule 256, register
-read-back 160, control 30) at two LUTs per slice with 25% packing overhead.
+Resources (:attr:`AesCore.resources`, what install and the fabric use): *modeled*, Yosys
+``synth_xilinx -family xc2vp`` of juggle's Verilog of the core (``services/hdl/aes``; the
+figures ``juggle module build`` writes into the example module's ``resources.json``), the
+slices a packing estimate (a floor): 1,884 slices (3,768 4-input LUTs), 716 flip-flops, 12
+block RAMs (20 S-box look-ups a cycle for the state and the round keys plus 4 for the
+background key schedule, two per dual-ported RAM, each RAM holding the S-box and its
+inverse), no multiplier. The ThumbPod papers give cycle counts, not this core's area, so there
+is no published figure beside them.
 """
 
 from __future__ import annotations
@@ -145,7 +151,7 @@ class AesCore(RegisterModel):
 
     Register map and timing in the module docstring; the result is real AES-128 from the
     pure-Python engine, so a driver on the simulated fabric gets the bytes a board would give.
-    ``resources`` are estimates (module docstring).
+    ``resources`` come from synthesis of the core's Verilog (module docstring).
     """
 
     design: ClassVar[str] = "aes"
@@ -153,10 +159,10 @@ class AesCore(RegisterModel):
     latency: ClassVar[int] = AES_CORE_CYCLES
     core_id: ClassVar[int] = ID_AES
     resources: ClassVar[dict[str, int]] = {
-        "slices": 920,
-        "flipflops": 786,
+        "slices": 1884,
+        "flipflops": 716,
         "mult18": 0,
-        "ram16": 10,
+        "ram16": 12,
     }
     result_offsets: ClassVar[tuple[int, ...]] = RESULT
 

@@ -2,11 +2,13 @@
 
 For every hardware service of a module, the design named in its bitstream is synthesized with
 Yosys ``synth_xilinx`` for the family of the target board's part (see
-:func:`juggle.fabric.rtl.synthesize`). A folder module's own Verilog lives in
-``hdl/<design>/*.v`` with top module ``<design>_top``; a design without it uses juggle's
-reference RTL of that name. The report goes next to the descriptor as ``resources.json``; at
-install the framework checks those synthesized figures against the region (and logs where the
-descriptor's declared figures disagree).
+:func:`juggle.fabric.rtl.synthesize`). The Verilog is what install runs under
+``hardware="rtl"`` (:func:`juggle.runtime.rtlsources.module_rtl`): the files and top the
+service's ``[services.hardware.rtl]`` names, else the module's ``hdl/<design>/*.v`` with top
+``<design>_top``, else juggle's reference RTL of that name. The report goes next to the
+descriptor as ``resources.json``; at install those synthesized figures are the design's
+resources, checked against the region (the descriptor's declared figures are used only for a
+design without RTL or report).
 """
 
 from __future__ import annotations
@@ -19,30 +21,27 @@ from juggle.errors import BackendError, DescriptorError
 from juggle.fabric.profiles import load_profile
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.progress import Progress
+from juggle.runtime.descriptors import RtlSpec
 from juggle.runtime.modules import ModuleSource
+from juggle.runtime.rtlsources import module_rtl
 from juggle.runtime.synthesis import REPORT_FILE
 
 __all__ = ["build_module"]
 
 
-def _rtl_of(source: ModuleSource, design: str) -> tuple[list[Path], str]:
-    """The Verilog sources and top of ``design``: the module's ``hdl/<design>/`` if it has
-    one, else the reference RTL. Raises :class:`~juggle.errors.BackendError` when neither."""
-    from juggle.fabric.rtl import RtlCatalog
-
-    if source.zip_prefix is None:
-        own = source.root / "hdl" / design
-        files = sorted(own.glob("*.v")) if own.is_dir() else []
-        if files:
-            return files, f"{design}_top"
-    found = RtlCatalog.builtin().find(design)
+def _rtl_of(source: ModuleSource, rtl: RtlSpec | None, design: str) -> tuple[list[Path], str]:
+    """The Verilog sources and top of ``design`` as install finds them
+    (:func:`~juggle.runtime.rtlsources.module_rtl`: the service's ``[services.hardware.rtl]``,
+    then the module's ``hdl/<design>/*.v``, then juggle's reference RTL). Raises
+    :class:`~juggle.errors.BackendError` when there is none, and what ``module_rtl`` raises."""
+    found = module_rtl(source, rtl, design)
     if found is None:
         raise BackendError(
-            f"design {design!r} has no RTL: the module has no hdl/{design}/*.v and juggle no "
-            "reference core of that name",
+            f"design {design!r} has no RTL: the module has no hdl/{design}/*.v, no "
+            "[services.hardware.rtl] and juggle no reference core of that name",
             design=design,
         )
-    return list(found.sources), found.top
+    return list(found.paths(source)), found.top
 
 
 def build_module(
@@ -71,17 +70,18 @@ def build_module(
     descriptor = source.load_descriptor()
     board = load_profile(fabric)
     family = family_for_part(board.board.part)
-    todo: list[str] = []
+    todo: dict[str, RtlSpec | None] = {}  # design -> the rtl table of its first service
     for spec in descriptor.services:
         if spec.hardware is None:
             continue
         loaded = source.load_bitstreams(spec.hardware.bitstreams, board.region_names())
-        todo += [b.design for _, b, _ in loaded.values() if b.design not in todo]
+        for _, bitstream, _ in loaded.values():
+            todo.setdefault(bitstream.design, spec.hardware.rtl)
     designs: dict[str, Any] = {}
-    for done, design in enumerate(todo):
+    for done, (design, rtl) in enumerate(todo.items()):
         if progress is not None:
             progress(design, done, len(todo))
-        sources, top = _rtl_of(source, design)
+        sources, top = _rtl_of(source, rtl, design)
         report = synthesize(sources, top, family)
         entry = report.as_dict()
         entry["resources"] = report.resources().as_dict()  # in the family's own kinds

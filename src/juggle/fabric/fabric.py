@@ -13,16 +13,18 @@ from __future__ import annotations
 import inspect
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from juggle.errors import (
     BackendError,
     BitstreamFormatError,
     BitstreamTooLargeError,
     FabricError,
+    ModelRegistrationError,
     NotPartialError,
     PartMismatchError,
     RegionMismatchError,
@@ -40,6 +42,9 @@ from juggle.fabric.resources import Resources
 from juggle.fabric.sim.backend import SimBackend
 from juggle.fabric.sim.catalog import ModelCatalog
 from juggle.fabric.sim.clock import ModelClock
+
+if TYPE_CHECKING:
+    from juggle.fabric.rtl.catalog import RtlCatalog, RtlDesign
 
 __all__ = ["Fabric", "FabricStatistics", "open_fabric"]
 
@@ -94,6 +99,10 @@ class Fabric:
         self._closed = False
         # immutable files already checked against their parsed header: id -> (file, header)
         self._verified: OrderedDict[int, tuple[bytes, Bitstream]] = OrderedDict()
+        # design -> the RTL registered for it, oldest first: (owner, entry); owner None is what
+        # the catalog held before any module (built in, or added by hand)
+        self._rtl_layers: dict[str, list[tuple[str | None, RtlDesign]]] = {}
+        self._rtl_lock = threading.Lock()
 
     @property
     def backend(self) -> str:
@@ -118,6 +127,127 @@ class Fabric:
         """The device's FPGA manager (one configuration port for all regions)."""
         return self._manager
 
+    # -- RTL (the ``rtl`` backend) ------------------------------------------------------------
+
+    @property
+    def simulates_rtl(self) -> bool:
+        """Whether this fabric runs designs as RTL where it has their Verilog (backend
+        ``rtl``)."""
+        return self._rtl_catalog() is not None
+
+    def _rtl_catalog(self) -> RtlCatalog | None:
+        if self._backend.name != "rtl":
+            return None
+        from juggle.fabric.rtl.backend import RtlBackend
+
+        return self._backend.rtl if isinstance(self._backend, RtlBackend) else None
+
+    def engine_of(self, design: str) -> str:
+        """What executes ``design``'s hardware calls here: ``"rtl"`` (its Verilog, in a
+        simulator), ``"model"`` (its Python register model, on a simulated board) or
+        ``"fpga"`` (a real device: the ``linux`` backend)."""
+        catalog = self._rtl_catalog()
+        if catalog is not None and design in catalog:
+            return "rtl"
+        return "fpga" if self.backend == "linux" else "model"
+
+    def add_rtl(
+        self,
+        design: str,
+        sources: Iterable[str | Path],
+        top: str,
+        *,
+        bus: str = "regbus",
+        owner: str,
+        replacing: str | None = None,
+    ) -> RtlDesign:
+        """Let ``owner`` (a module) provide ``design``'s Verilog: ``sources`` in compile order,
+        top module ``top`` speaking ``bus``. Its simulator is built (or found in the build
+        cache, by the sources' hash) when a region is programmed with the design.
+
+        While ``owner`` holds it, it replaces what the catalog held for the design (juggle's
+        built-in RTL, say); :meth:`release_rtl` gives that back. ``replacing`` names an owner
+        whose entry may be taken over (the same module being updated). Raises
+        :class:`~juggle.errors.BackendError` on a fabric that runs no RTL and
+        :class:`~juggle.errors.ModelRegistrationError` when another module provides the
+        design's RTL, or as :meth:`RtlCatalog.add <juggle.fabric.rtl.catalog.RtlCatalog.add>`
+        for a malformed entry (nothing changed).
+        """
+        catalog = self._rtl_catalog()
+        if catalog is None:
+            raise BackendError(
+                f"fabric {self.profile.name!r} (backend {self.backend!r}) runs no RTL: "
+                f"the RTL of design {design!r} cannot be added",
+                design=design,
+                value=self.backend,
+            )
+        with self._rtl_lock:
+            layers = self._rtl_layers.get(design, [])
+            current = layers[-1][0] if layers else None
+            if current is not None and current not in (owner, replacing):
+                raise ModelRegistrationError(
+                    f"the RTL of design {design!r} is provided by {current}; {owner} cannot "
+                    "replace it",
+                    design=design,
+                )
+            before = catalog.find(design)
+            entry = _add_to(catalog, design, tuple(sources), top, bus)
+            if not layers and before is not None:
+                layers.append((None, before))
+            if current == owner:
+                layers[-1] = (owner, entry)
+            else:
+                layers.append((owner, entry))
+            self._rtl_layers[design] = layers
+        return entry
+
+    def release_rtl(self, owner: str) -> tuple[str, ...]:
+        """Forget every RTL entry ``owner`` added (what each replaced is back); returns their
+        designs."""
+        catalog = self._rtl_catalog()
+        if catalog is None:
+            return ()
+        released = []
+        with self._rtl_lock:
+            for design, layers in list(self._rtl_layers.items()):
+                mine = [i for i, (who, _) in enumerate(layers) if who == owner]
+                if not mine:
+                    continue
+                released.append(design)
+                was_top = mine[-1] == len(layers) - 1
+                for i in reversed(mine):
+                    del layers[i]
+                if was_top:
+                    if layers:
+                        previous = layers[-1][1]
+                        _add_to(
+                            catalog,
+                            design,
+                            previous.sources,
+                            previous.top,
+                            previous.bus,
+                            like=previous,
+                        )
+                    elif design in catalog:
+                        catalog.remove(design)
+                if not layers or (len(layers) == 1 and layers[0][0] is None):
+                    del self._rtl_layers[design]
+        return tuple(released)
+
+    def rtl_of(self, design: str) -> RtlDesign | None:
+        """The RTL that runs ``design`` here now (None: it has none, or this fabric runs no
+        RTL)."""
+        catalog = self._rtl_catalog()
+        return catalog.find(design) if catalog is not None else None
+
+    def rtl_owner(self, design: str) -> str | None:
+        """The owner (module) whose RTL of ``design`` runs now (None: none, or juggle's own)."""
+        with self._rtl_lock:
+            layers = self._rtl_layers.get(design)
+            return layers[-1][0] if layers else None
+
+    # -- regions -------------------------------------------------------------------------------
+
     def region_names(self) -> tuple[str, ...]:
         """The regions' names, in profile order."""
         return tuple(self._regions)
@@ -136,10 +266,12 @@ class Fabric:
         resources: Resources | None = None,
         *,
         design: bool = True,
+        figures: str | None = None,
     ) -> None:
         """Whether ``bitstream`` (needing ``resources``) may go into ``region``; changes nothing.
         ``design=False`` leaves out the backend's check of the design itself (a module's own
-        simulated core, not yet known to the backend).
+        simulated core, not yet known to the backend). ``figures`` says where ``resources``
+        come from (``"synthesized"``, ``"declared"``), for the message of a refusal.
 
         Raises, in this order: :class:`~juggle.errors.UnknownRegionError`,
         :class:`~juggle.errors.PartMismatchError`, :class:`~juggle.errors.RegionMismatchError`
@@ -185,8 +317,9 @@ class Fabric:
                 path=bitstream.source,
             )
         if resources is not None and not resources.fits_in(target.resources):
+            label = f" ({figures} figures)" if figures else ""
             raise ResourceError(
-                f"design {bitstream.design!r} does not fit region {region!r}: "
+                f"design {bitstream.design!r}{label} does not fit region {region!r}: "
                 f"{resources.describe_shortfall(target.resources)}",
                 region=region,
                 design=bitstream.design,
@@ -355,6 +488,29 @@ class Fabric:
             f"<Fabric {self.profile.name} on {self.backend}: {parts}; "
             f"clock {self.clock.now_ns / 1e6:.3f} ms modeled>"
         )
+
+
+def _add_to(
+    catalog: RtlCatalog,
+    design: str,
+    sources: tuple[str | Path, ...],
+    top: str,
+    bus: str,
+    *,
+    like: RtlDesign | None = None,
+) -> RtlDesign:
+    """``catalog.add`` of ``design`` on ``bus`` (with the window size and result registers of
+    ``like``, an entry put back)."""
+    if like is None:
+        return catalog.add(design, sources, top, bus=bus)
+    return catalog.add(
+        design,
+        sources,
+        top,
+        bus=bus,
+        window_size=like.window_size,
+        result_offsets=like.result_offsets,
+    )
 
 
 def open_fabric(

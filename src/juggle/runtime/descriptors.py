@@ -2,7 +2,8 @@
 
 A descriptor says what a module offers: for each service its interface names, properties,
 ranking and the implementation at each tier — a software class, a native class, a hardware
-driver with a bitstream per region and the resources the design uses (Juggle 3.1, Listing 3).
+driver with a bitstream per region and the resources the design uses (Juggle 3.1, Listing 3),
+and where the module's own Verilog of the design is (``[services.hardware.rtl]``).
 Class names are resolved inside the module's own code namespace, never against Python's
 global modules. The JSON schema of ``juggle.toml`` is :func:`descriptor_schema`.
 
@@ -99,8 +100,92 @@ class ResourcesSpec(_Strict):
         return Resources(**(old or new))
 
 
+def _module_path(path: str) -> str:
+    parts = path.split("/")
+    if (
+        not path
+        or path.startswith("/")
+        or "\\" in path
+        or "\0" in path
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise ValueError(
+            f"path {shown(path)} must be a relative POSIX path inside the module "
+            "(no leading '/', no '..', '.' or empty parts, no backslash)"
+        )
+    return path
+
+
+def _verilog_path(path: str) -> str:
+    _module_path(path)
+    if not path.endswith(".v"):
+        raise ValueError(f"RTL source {shown(path)} must be a Verilog file (.v)")
+    return path
+
+
+#: a file of the module, relative to its root: ``bitstreams/tdes_prr0.bit``
+ModulePath = Annotated[str, AfterValidator(_module_path)]
+#: a Verilog file of the module, relative to its root: ``hdl/gcd/gcd_top.v``
+VerilogPath = Annotated[str, AfterValidator(_verilog_path)]
+
+#: the most Verilog files one ``[services.hardware.rtl]`` table may name
+MAX_RTL_SOURCES = 256
+#: the buses the JSON schema lists: :data:`juggle.fabric.rtl.catalog.BUSES` (which the
+#: descriptor is checked against; a test keeps the two equal), without importing the RTL
+#: package whenever a descriptor is read
+SCHEMA_BUSES = ("regbus", "axi4-lite")
+
+
+class RtlSpec(_Strict):
+    """``[services.hardware.rtl]``: the module's own Verilog of the designs its bitstreams name.
+
+    ``top`` is the top module (default ``<design>_top``); ``sources`` the module-relative
+    ``.v`` files in compile order (default: every ``hdl/<design>/*.v`` of the module, sorted);
+    ``bus`` the bus the top's ports speak, one of :data:`juggle.fabric.rtl.catalog.BUSES`
+    (default ``"regbus"``, juggle's register bus). Without the table, a module folder with
+    ``hdl/<design>/*.v`` runs that Verilog with these defaults (see
+    :func:`juggle.runtime.rtlsources.module_rtl`).
+    """
+
+    top: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_$]*$",
+        description="top module (default: <design>_top)",
+    )
+    sources: list[VerilogPath] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_RTL_SOURCES,
+        description="Verilog files relative to the module root, in compile order "
+        "(default: every hdl/<design>/*.v, sorted)",
+    )
+    bus: str = Field(
+        default="regbus",
+        description="the bus the top speaks",
+        json_schema_extra={"enum": list(SCHEMA_BUSES)},
+    )
+
+    @field_validator("bus")
+    @classmethod
+    def _known_bus(cls, value: str) -> str:
+        from juggle.fabric.rtl.catalog import BUSES
+
+        if value not in BUSES:
+            raise ValueError(f"unknown bus {shown(value)} (buses: {', '.join(BUSES)})")
+        return value
+
+    @field_validator("sources")
+    @classmethod
+    def _distinct(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            twice = next(v for i, v in enumerate(value) if v in value[:i])
+            raise ValueError(f"RTL source {shown(twice)} is named twice")
+        return value
+
+
 class HardwareSpec(_Strict):
-    """The hardware tier: a driver class over an MMIO window and a bitstream per region."""
+    """The hardware tier: a driver class over an MMIO window and a bitstream per region, the
+    design's resources and, optionally, where the module's own Verilog of it is (``rtl``)."""
 
     driver: str = Field(pattern=r"^[A-Za-z_][\w.]*$")
     bitstreams: dict[str, str] = Field(min_length=1, description="region name -> bitstream file")
@@ -108,6 +193,7 @@ class HardwareSpec(_Strict):
         default=None, description="register model class for the simulated fabric (optional)"
     )
     resources: ResourcesSpec | None = None
+    rtl: RtlSpec | None = None
 
 
 class ServiceSpec(_Strict):
@@ -157,19 +243,10 @@ class ServiceSpec(_Strict):
 
 
 def _pin_path(path: str) -> str:
-    parts = path.split("/")
-    if (
-        not path
-        or path.startswith("/")
-        or "\\" in path
-        or "\0" in path
-        or any(part in ("", ".", "..") for part in parts)
-    ):
-        raise ValueError(
-            f"pin path {shown(path)} must be a relative POSIX path inside the module "
-            "(no leading '/', no '..', '.' or empty parts, no backslash)"
-        )
-    return path
+    try:
+        return _module_path(path)
+    except ValueError as exc:
+        raise ValueError(f"pin {exc}") from None
 
 
 #: a file of the module, relative to its root: ``bitstreams/tdes_prr0.bit``

@@ -62,7 +62,10 @@ class Framework:
     ``backend_options`` open it (``backend="linux"``, ``backend_options={"root": ...}``: see
     :func:`~juggle.fabric.fabric.open_fabric`). ``hardware="rtl"``
     runs every hardware call on the cores' Verilog in a cycle-accurate simulator instead of
-    their Python register models (a design without RTL keeps its model). ``pace`` makes the
+    their Python register models: a module's own Verilog (its ``hdl/<design>/*.v``, or what
+    its ``[services.hardware.rtl]`` names) or juggle's; a design with neither keeps its model,
+    which install logs as a warning and :meth:`statistics` shows as ``engine == "model"``, and
+    which ``strict=True`` refuses at install instead. ``pace`` makes the
     simulated fabric keep wall-clock time in step with its modeled clock. ``trace_sample``
     (power of two) times one call in N once a method has made 1024 calls. The keywords
     become one frozen :class:`~juggle.runtime.options.FrameworkOptions` (:attr:`options`);
@@ -94,6 +97,7 @@ class Framework:
         history_capacity: int = DEFAULT_HISTORY_CAPACITY,
         trusted_keys: Sequence[Any] | None = None,
         backend_options: Mapping[str, Any] | None = None,
+        strict: bool = False,
     ) -> None:
         options = FrameworkOptions(
             backend=backend,
@@ -109,6 +113,7 @@ class Framework:
             history_capacity=history_capacity,
             trusted_keys=trusted_keys,
             backend_options=backend_options or {},
+            strict=strict,
         )
         self.fabric = options.open_fabric(fabric)
         self._life = Lifecycle(self)
@@ -166,10 +171,15 @@ class Framework:
         """Install the module at ``path`` (folder, ``.zip``, ``juggle.toml`` or co-module XML).
 
         Everything is checked before the module exists: descriptor, interfaces and classes,
-        bitstreams (present, parse, part, region, size) and resources against the fabric.
+        bitstreams (present, parse, part, region, size) and resources against the fabric (a
+        design's synthesized figures, from the module's ``resources.json``, where it has RTL;
+        else its declared ones). On a fabric that runs RTL, the module's own Verilog of each
+        design is registered in the fabric's RTL catalog until the module is uninstalled (its
+        simulator is built, or found in the build cache, when a region is programmed with it).
         Raises :class:`~juggle.errors.ModuleError`, :class:`~juggle.errors.DescriptorError`
-        (and its subclasses) or a :class:`~juggle.errors.BitstreamError` /
-        :class:`~juggle.errors.ResourceError`.
+        (and its subclasses), a :class:`~juggle.errors.BitstreamError` /
+        :class:`~juggle.errors.ResourceError`, and under ``strict``
+        :class:`~juggle.errors.ConfigurationError` naming a design that has no RTL.
         """
         self._life.check_open()
         return self._installer.install(path)

@@ -22,6 +22,7 @@ from typing import Any
 
 from juggle.core.tiers import Tier
 from juggle.errors import (
+    ConfigurationError,
     DescriptorError,
     DuplicateModuleError,
     FabricError,
@@ -31,6 +32,7 @@ from juggle.errors import (
     UnknownInterfaceError,
     UnknownModuleError,
 )
+from juggle.fabric.bitstream import Bitstream
 from juggle.fabric.fabric import Fabric
 from juggle.fabric.resources import Resources
 from juggle.runtime.descriptors import Descriptor, ServiceSpec
@@ -46,8 +48,9 @@ from juggle.runtime.modules import (
 )
 from juggle.runtime.options import FrameworkOptions
 from juggle.runtime.resolved import Hardware, ResolvedService
+from juggle.runtime.rtlsources import DesignRtl, module_rtl
 from juggle.runtime.services import ManagedService, ServiceHost
-from juggle.runtime.synthesis import read_report
+from juggle.runtime.synthesis import pick_figures, read_report
 from juggle.runtime.table import ServiceTable
 
 __all__ = ["Installer"]
@@ -100,6 +103,7 @@ class Installer:
             try:
                 self._refuse_duplicate(source, descriptor)  # installed meanwhile
             except ModuleError:
+                self._release(namespace.package)
                 namespace.unload()
                 raise
             module = Module(self, next(self._module_ids), source, descriptor, namespace, resolved)
@@ -141,7 +145,7 @@ class Installer:
                 self._resolve(s, source, namespace) for s in descriptor.services
             )
         except BaseException:
-            self._fabric.models.release(namespace.package)
+            self._release(namespace.package)
             namespace.unload()
             raise
 
@@ -195,45 +199,134 @@ class Installer:
                 self._fabric.models.claim(
                     bitstream.design, model, ns.package, replacing=ns.replacing
                 )
-        resources = None
+        designs = list(dict.fromkeys(bs.design for bs, _ in bitstreams.values()))
+        rtl = {design: module_rtl(source, hw.rtl, design) for design in designs}
+        engines = {design: self._place_rtl(source, ns, design, rtl[design]) for design in designs}
+        rtl_pins = tuple(
+            source.pinned_file(relpath, source.pins[relpath])
+            for found in rtl.values()
+            if found is not None and found.origin == "module" and self._fabric.simulates_rtl
+            for relpath in found.files
+            if relpath in source.pins
+        )
+        by_region, origins = self._resources(spec, source, bitstreams, rtl)
+        first = next(iter(by_region), None)
+        return Hardware(
+            driver,
+            bitstreams,
+            by_region[first] if first is not None else None,
+            pinned,
+            resources_origin=origins.get(first) if first is not None else None,
+            region_resources=by_region,
+            engines=MappingProxyType(engines),
+            rtl_pins=rtl_pins,
+        )
+
+    def _place_rtl(
+        self, source: ModuleSource, ns: CodeNamespace, design: str, rtl: DesignRtl | None
+    ) -> str:
+        """Register the module's own RTL of ``design`` in a fabric that runs RTL (released
+        with the module's code, as its model claims); returns what will run ``design``
+        (:meth:`Fabric.engine_of <juggle.fabric.fabric.Fabric.engine_of>`). A design left on
+        its register model there is logged, or refused under ``strict`` with
+        :class:`~juggle.errors.ConfigurationError` naming the design and the module."""
+        if not self._fabric.simulates_rtl:
+            return self._fabric.engine_of(design)
+        if rtl is not None and rtl.origin == "module":
+            if self._fabric.rtl_of(design) is not None and self._fabric.rtl_owner(design) is None:
+                log.info(
+                    "module %s: its Verilog of design %s replaces juggle's while it is installed",
+                    ns.module_name,
+                    design,
+                )
+            self._fabric.add_rtl(
+                design,
+                rtl.paths(source),
+                rtl.top,
+                bus=rtl.bus,
+                owner=ns.package,
+                replacing=ns.replacing,
+            )
+        engine = self._fabric.engine_of(design)
+        if engine == "model":
+            module = source.display(source.descriptor)
+            if self._options.strict:
+                raise ConfigurationError(
+                    f"module {ns.module_name!r} ({module}): design {design!r} has no RTL (no "
+                    f"hdl/{design}/*.v, no [services.hardware.rtl], no built-in RTL), and "
+                    "strict=True refuses a design that would run on its register model under "
+                    'hardware="rtl"',
+                    path=module,
+                    value=design,
+                )
+            log.warning(
+                "module %s: design %s has no RTL (no hdl/%s/*.v, no [services.hardware.rtl], "
+                "no built-in RTL): it runs on its register model (engine model)",
+                ns.module_name,
+                design,
+                design,
+            )
+        return engine
+
+    def _resources(
+        self,
+        spec: ServiceSpec,
+        source: ModuleSource,
+        bitstreams: Mapping[str, tuple[Bitstream, bytes]],
+        rtl: Mapping[str, DesignRtl | None],
+    ) -> tuple[dict[str, Resources | None], dict[str, str]]:
+        """Each region's resource needs, checked against it, and where they come from.
+
+        A design with RTL and a synthesis report (``resources.json``) in the region's kinds
+        needs the report's figures (``synthesized``); any other design what the descriptor
+        declares, else its register model (``declared``). Raises
+        :class:`~juggle.errors.ResourceError` naming the region, the design, the figures'
+        origin and the resource short, and what :meth:`Fabric.check
+        <juggle.fabric.fabric.Fabric.check>` raises.
+        """
+        hw = spec.hardware
+        assert hw is not None
+        shown = source.display(source.descriptor)
+        declared_table = None
         if hw.resources is not None:
             regions = self._fabric.profile.regions  # a board's regions share one family
             family = regions[0].resources.family if regions else "xc2vp"
-            resources = hw.resources.for_family(family)
-        else:
-            for bitstream, _ in bitstreams.values():
-                declared = self._model_resources(bitstream.design)
-                if declared is not None:
-                    resources = declared
+            declared_table = hw.resources.for_family(family)
         synthesized = read_report(source)  # juggle module build's figures, if any
+        by_region: dict[str, Resources | None] = {}
+        origins: dict[str, str] = {}
         for region, (bitstream, _) in bitstreams.items():
-            synth = synthesized.get(bitstream.design)
+            design = bitstream.design
+            declared = (
+                declared_table if declared_table is not None else self._model_resources(design)
+            )
+            synth = synthesized.get(design) if rtl.get(design) is not None else None
             target = self._fabric.region(region).profile.resources
-            if synth is not None and not synth.comparable_with(target):
+            figures, origin = pick_figures(declared, synth, target)
+            if synth is not None and origin != "synthesized":
                 log.info(
                     "module %s: the synthesis report of design %s counts %s figures, region %s "
-                    "counts %s: it is not this board's, so it is not checked",
-                    source.display(source.descriptor),
-                    bitstream.design,
+                    "counts %s: it is not this board's, so the declared figures are used",
+                    shown,
+                    design,
                     synth.family,
                     region,
                     target.family,
                 )
-                synth = None
-            if synth is not None:
-                if resources is not None and resources != synth:
-                    log.warning(
-                        "module %s: design %s declares %s, synthesis reports %s; the "
-                        "synthesized figures are checked",
-                        source.display(source.descriptor),
-                        bitstream.design,
-                        resources,
-                        synth,
-                    )
-                self._fabric.check(bitstream, region, synth)
-                resources = resources if resources is not None else synth
-            self._fabric.check(bitstream, region, resources)
-        return Hardware(driver, bitstreams, resources, pinned)
+            elif synth is not None and declared is not None and declared != synth:
+                log.info(
+                    "module %s: design %s: declared %s, synthesized %s; the synthesized "
+                    "figures are used",
+                    shown,
+                    design,
+                    declared,
+                    synth,
+                )
+            self._fabric.check(bitstream, region, figures, figures=origin)
+            by_region[region] = figures
+            if origin is not None:
+                origins[region] = origin
+        return by_region, origins
 
     def _model_resources(self, design: str) -> Resources | None:
         try:
@@ -354,14 +447,14 @@ class Installer:
             self._swap_code(module, resolved)
         module.source, module.descriptor = source, descriptor
         module.namespace, module.resolved = namespace, resolved
-        self._fabric.models.release(old_namespace.package)  # what the new code no longer claims
+        self._release(old_namespace.package)  # what the new code no longer claims
         old_namespace.unload()
 
     def uninstall_module(self, module: Module) -> None:
         """Stop ``module`` if active, then unload its code."""
         if module.state is ModuleState.ACTIVE:
             self.stop_module(module)
-        self._fabric.models.release(module.namespace.package)
+        self._release(module.namespace.package)
         module.namespace.unload()
         module.state = ModuleState.UNINSTALLED
         with self._lock:
@@ -379,6 +472,11 @@ class Installer:
                 log.warning("module %s: closing: %s", module.name, exc)
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def _release(self, package: str) -> None:
+        """Forget the register models and RTL the code namespace ``package`` provided."""
+        self._fabric.models.release(package)
+        self._fabric.release_rtl(package)
 
     def _unregister_services(self, module: Module) -> None:
         """Take the module's services out of the fabric and the registry. Under the juggle

@@ -129,7 +129,7 @@ class Juggler:
             assert entering.hardware is not None
             bitstream, _ = entering.hardware.bitstreams[region]
             try:
-                self.fabric.check(bitstream, region, entering.hardware.resources)
+                self.fabric.check(bitstream, region, entering.hardware.resources_for(region))
             except BaseException:
                 self.arbiter.end_juggle(ticket, ok=False)
                 raise

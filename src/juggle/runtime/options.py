@@ -73,7 +73,9 @@ class FrameworkOptions:
     ``limits`` bound untrusted input; ``history_capacity`` is the juggle reports kept;
     ``trusted_keys`` (as :func:`~juggle.runtime.integrity.load_public_keys` takes them; kept
     as a tuple of loaded public keys; None: modules need no signature) are the keys a module
-    must be signed by.
+    must be signed by. ``strict`` (on a fabric that runs RTL, ``hardware="rtl"``) refuses at
+    install a design that has no RTL, module's or juggle's, instead of running it on its
+    register model.
 
     Verification: the first ``verify_warmup`` calls on a region just programmed or recovered
     are all checked against the software tier, then one in 2, 4, 8 … down to one call in
@@ -97,6 +99,7 @@ class FrameworkOptions:
     limits: Limits = DEFAULT_LIMITS
     history_capacity: int = DEFAULT_HISTORY_CAPACITY
     trusted_keys: Sequence[Any] | None = None
+    strict: bool = False
     backend_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
@@ -119,6 +122,11 @@ class FrameworkOptions:
         if self.trusted_keys is not None:  # loaded once, kept as a tuple of key objects
             keys = tuple(load_public_keys(self.trusted_keys))
             object.__setattr__(self, "trusted_keys", keys)
+        if not isinstance(self.strict, bool):
+            raise ConfigurationError(
+                f'"strict" must be True or False, got {self.strict!r:.80}',
+                value=scalar(self.strict),
+            )
         self._check_hardware()
         options = MappingProxyType(dict(self.backend_options))
         object.__setattr__(self, "backend_options", options)

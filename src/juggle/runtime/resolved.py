@@ -68,24 +68,53 @@ class PinnedFile:
 @dataclass(slots=True)
 class Hardware:
     """A service's hardware module: driver class, bitstream per region, resource needs, and
-    the pinned bitstream files to check again before each program."""
+    the pinned files to check again before each program.
+
+    ``resources`` are the service's needs, ``resources_origin`` where they come from:
+    ``"synthesized"`` (the module's synthesis report of the design's RTL, ``resources.json``)
+    or ``"declared"`` (the descriptor's table, else the register model's figures); None when
+    there are none. ``region_resources`` holds each region's own, when its bitstream's design
+    differs. ``engines`` says, per design, what runs it on the fabric installed on (``"rtl"``,
+    ``"model"`` or ``"fpga"``; see :meth:`Fabric.engine_of
+    <juggle.fabric.fabric.Fabric.engine_of>`). ``rtl_pins`` are the pinned Verilog files the
+    fabric simulates, checked again before each program like the bitstreams.
+    """
 
     driver: type
     bitstreams: dict[str, tuple[Bitstream, bytes]]
     resources: Resources | None
     pinned: dict[str, PinnedFile] = field(default_factory=dict)
+    resources_origin: str | None = None
+    region_resources: dict[str, Resources | None] = field(default_factory=dict)
+    engines: Mapping[str, str] = field(default_factory=dict)
+    rtl_pins: tuple[PinnedFile, ...] = ()
+
+    def resources_for(self, region: str) -> Resources | None:
+        """The resource needs of the design programmed into ``region``."""
+        return self.region_resources.get(region, self.resources)
+
+    def engine_on(self, fabric: Fabric) -> str:
+        """What runs this hardware on ``fabric`` now: ``"rtl"`` when every design it programs
+        runs as RTL, else the engine of the first that does not (``"model"``, ``"fpga"``)."""
+        engines = [fabric.engine_of(bitstream.design) for bitstream, _ in self.bitstreams.values()]
+        return next((e for e in engines if e != "rtl"), "rtl")
 
     def program(self, fabric: Fabric, region: str, *, owner: str) -> ProgramReport:
         """Program ``region``'s bitstream (with these resource needs) into it: the one way a
         service's design is loaded, whoever places the service. Raises
         :class:`~juggle.errors.IntegrityError`, before the fabric is touched, if the pinned
-        file of that bitstream changed since it was verified (the module on disk was tampered
-        with), else what :meth:`Fabric.program <juggle.fabric.fabric.Fabric.program>` raises."""
+        file of that bitstream, or a pinned Verilog file, changed since it was verified (the
+        module on disk was tampered with), else what :meth:`Fabric.program
+        <juggle.fabric.fabric.Fabric.program>` raises."""
         pinned = self.pinned.get(region)
         if pinned is not None:
             pinned.check()
+        for source in self.rtl_pins:
+            source.check()
         bitstream, data = self.bitstreams[region]
-        return fabric.program(region, bitstream, data, resources=self.resources, owner=owner)
+        return fabric.program(
+            region, bitstream, data, resources=self.resources_for(region), owner=owner
+        )
 
 
 @dataclass(frozen=True, slots=True)

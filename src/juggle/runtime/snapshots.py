@@ -77,6 +77,10 @@ class ServiceStatistics:
     """Hardware calls also run on the software tier and compared (``verify_sample``)."""
     mismatches: int = 0
     """Verified calls whose hardware result differed (the consumer got the software one)."""
+    engine: str | None = None
+    """What runs the service's hardware calls: ``"rtl"`` (its Verilog in a simulator),
+    ``"model"`` (its Python register model) or ``"fpga"`` (a device); None without a hardware
+    tier."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,11 @@
 
 ``juggle module build`` synthesizes each hardware design of a module folder and writes the
 figures next to the descriptor as :data:`REPORT_FILE`. At install the runtime reads them back
-(:func:`read_report`) and checks them against the region, as it checks a descriptor's declared
-figures. The report is untrusted module data: it is read within the descriptor's size limit and
-any malformed part is a :class:`~juggle.errors.DescriptorError` naming the file.
+(:func:`read_report`): for a design with RTL they are the design's resources, checked against
+the region in place of the figures the descriptor or the register model declares
+(:func:`pick_figures`). The report is untrusted module data: it is read within the
+descriptor's size limit and any malformed part is a :class:`~juggle.errors.DescriptorError`
+naming the file.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from juggle.errors import DescriptorError, ResourceError
 from juggle.fabric.resources import Resources, kinds_of
 from juggle.runtime.modules import ModuleSource
 
-__all__ = ["REPORT_FILE", "read_report"]
+__all__ = ["REPORT_FILE", "pick_figures", "read_report"]
 
 #: the synthesis report beside a module's descriptor
 REPORT_FILE = "resources.json"
@@ -46,6 +48,18 @@ def read_report(source: ModuleSource) -> dict[str, Resources]:
             f"{shown}: not a synthesis report of juggle module build ({type(exc).__name__}: {exc})",
             path=shown,
         ) from exc
+
+
+def pick_figures(
+    declared: Resources | None, synthesized: Resources | None, region: Resources
+) -> tuple[Resources | None, str | None]:
+    """The resource needs a design is checked and programmed with in a region of capacity
+    ``region``, and where they come from: ``(synthesized, "synthesized")`` when the design has
+    a synthesis report (pass None for a design without RTL) counted in the region's kind
+    system, else ``(declared, "declared")``; ``(None, None)`` when there are neither."""
+    if synthesized is not None and synthesized.comparable_with(region):
+        return synthesized, "synthesized"
+    return declared, "declared" if declared is not None else None
 
 
 def _counts_in(family: str, figures: dict[str, int]) -> bool:

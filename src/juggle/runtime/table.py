@@ -216,6 +216,7 @@ class ServiceTable:
             fallbacks=counters["fallbacks"],
             verified=counters["verified"],
             mismatches=counters["mismatches"],
+            engine=m.hardware.engine_on(self.fabric) if m.hardware is not None else None,
         )
 
     # -- modeled bus time --------------------------------------------------------------------

@@ -34,6 +34,8 @@ from juggle.runtime.descriptors import Descriptor
 from juggle.runtime.integrity import load_public_keys
 from juggle.runtime.interfaces import InterfaceCatalog, interface_methods
 from juggle.runtime.modules import ModuleSource
+from juggle.runtime.rtlsources import module_rtl
+from juggle.runtime.synthesis import pick_figures, read_report
 
 __all__ = ["validate_module"]
 
@@ -231,11 +233,17 @@ def _check_hardware(
     hw = spec.hardware
     regions = fabric.profile.regions
     family = regions[0].resources.family if regions else "xc2vp"  # one family a board
-    resources = hw.resources.for_family(family) if hw.resources is not None else None
+    declared = hw.resources.for_family(family) if hw.resources is not None else None
+    synthesized = read_report(source)
     for target, (_, bitstream, _) in source.load_bitstreams(
         hw.bitstreams, fabric.region_names()
     ).items():
-        fabric.check(bitstream, target, resources, design=not hw.model)
+        # as install: a design with RTL needs what synthesis reports for it, if it was built
+        has_rtl = module_rtl(source, hw.rtl, bitstream.design) is not None
+        synth = synthesized.get(bitstream.design) if has_rtl else None
+        region = fabric.region(target).profile.resources
+        figures, origin = pick_figures(declared, synth, region)
+        fabric.check(bitstream, target, figures, design=not hw.model, figures=origin)
         out[target] = {"design": bitstream.design, "part": bitstream.part, "bytes": bitstream.size}
     return out
 

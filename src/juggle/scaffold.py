@@ -6,7 +6,11 @@ software implementation, a driver over the register window, a register model for
 fabric, the descriptor and a bitstream for one region of a board profile. The generated service
 XORs data with a 32-bit mask (mask 0 echoes it), so every tier computes something checkable;
 the module validates, installs and juggles as generated, and ``docs/writing-a-module.md`` walks
-through replacing the placeholder with a real service.
+through replacing the placeholder with a real service. With ``hdl=True`` the module also has
+the core in Verilog-2005 (``hdl/<design>/<top>.v``) on juggle's register bus or on an AXI4-Lite
+slave (``bus``), named in ``[services.hardware.rtl]``: it implements the register model's map
+with the model's cycle timing, so ``juggle module test`` finds the two equal as generated, and
+``Framework(hardware="rtl")`` runs it (docs/bring-your-own-core.md).
 
 :func:`write_module_bitstream` writes a bitstream for a design into a region of a board profile,
 with the board's part and the region's typical size (or ``size``), checked against the region's
@@ -41,11 +45,13 @@ from juggle.errors import (
 )
 from juggle.fabric.bitstream import build_bitstream, normalize_part
 from juggle.fabric.resources import SLICE_KINDS, Resources, kinds_of
+from juggle.rtlcheck import VECTORS_FILE, encode_value
 
 if TYPE_CHECKING:
     from juggle.fabric.profiles import BoardProfile, RegionProfile
 
 __all__ = [
+    "HDL_BUSES",
     "TEMPLATE_RESOURCES",
     "TEMPLATE_RESOURCES_LUT",
     "ModuleScaffold",
@@ -448,9 +454,223 @@ model = "$code.$core"
 # region name -> bitstream file (`juggle module bitstream` writes one for another region)
 bitstreams = { $region_s = $bitstream_s }
 
-# a modeled estimate, not synthesized: replace with your core's figures
+$resources_note
 [services.hardware.resources]
 $resources_toml
+""")
+
+
+# -- the core in Verilog (--hdl) -----------------------------------------------------------------
+
+#: the buses a generated top speaks (:data:`juggle.fabric.rtl.catalog.BUSES`)
+HDL_BUSES = ("regbus", "axi4-lite")
+
+# The core behind either bus: one register write port (wr, widx, wdata, wmask) and the
+# registers as read values; both buses' templates substitute it as $core_logic.
+_HDL_CORE = Template("""\
+    // -- the core: the register model $core_class of $code.py, cycle for cycle
+    localparam [31:0] CORE_ID = 32'h$core_id_hex;  // "$core_id_text"
+    localparam [7:0]  LAT = LATENCY[7:0];  // core cycles per word (1..255)
+
+    reg  [31:0] mask;      // MASK
+    reg  [31:0] pending;   // the word in the datapath: DATA_IN ^ MASK
+    reg  [31:0] result;    // DATA_OUT: the last word done
+    reg  [7:0]  left;      // edges until the word in the datapath is done; 0 when idle
+    wire        busy = (left != 8'd0);
+    wire        start = wr && (widx == 4'h2) && !busy;
+
+    // THE DATAPATH: what the core computes from one word of data (the model's write() of
+    // DATA_IN and the software tier compute the same). Edit here.
+    wire [31:0] computed = (wdata & wmask) ^ mask;
+
+    always @(posedge clk) begin
+        if (!rst_n) begin
+            mask <= 32'd0;
+            pending <= 32'd0;
+            result <= 32'd0;
+            left <= 8'd0;
+        end else begin
+            if (wr && widx == 4'h0) begin
+                mask <= (mask & ~wmask) | (wdata & wmask);
+            end
+            if (start) begin
+                pending <= computed;
+                left <= (LAT > 8'd1) ? LAT - 8'd1 : 8'd0;
+                if (LAT <= 8'd1) begin
+                    result <= computed;  // done in the cycle it started
+                end
+            end else if (busy) begin
+                left <= left - 8'd1;
+                if (left == 8'd1) begin
+                    result <= pending;
+                end
+            end
+        end
+    end
+
+    // the registers as the bus reads them, selected by ridx (unmapped offsets read 0)
+    wire [31:0] rvalue = ({32{ridx == 4'h0}} & mask)
+                       | ({32{ridx == 4'h1}} & {31'd0, busy})
+                       | ({32{ridx == 4'h3}} & result)
+                       | ({32{ridx == 4'hE}} & {24'd0, LAT})
+                       | ({32{ridx == 4'hF}} & CORE_ID);
+""")
+
+_HDL_REGISTER_MAP = Template("""\
+// Register map (byte offsets, 32-bit registers; the register model's, see $code.py):
+//   0x00  MASK      R/W  the mask (set_mask)
+//   0x04  STATUS    R    bit 0 BUSY: a word is in the datapath
+//   0x08  DATA_IN   W    one word of data; starts the core unless BUSY (then it is ignored)
+//   0x0C  DATA_OUT  R    the last word done: DATA_IN ^ MASK (MASK as it was at the write)
+//   0x38  LATENCY   R    core cycles per word (the parameter LATENCY)
+//   0x3C  ID        R    "$core_id_text"
+//   others          R    0; writes ignored
+//
+// Timing (the model's): a DATA_IN written at edge t while idle is done for reads sampled at
+// edge t + LATENCY and later: STATUS.BUSY reads 1 before, and DATA_OUT keeps the previous
+// word until then. Reset (rst_n low, synchronous) clears every register.
+""")
+
+_HDL_REGBUS = Template("""\
+// $top: the $design core of the $name module, on juggle's 32-bit register bus.
+// Generated by `juggle module new --hdl`; Verilog-2005, self-contained (no other file).
+//
+$register_map//
+// The register bus (juggle's RTL backend drives it; every signal sampled at the rising edge):
+//   write  bus_we=1 with bus_addr and bus_wdata for one cycle: the register takes the value
+//          at that edge.
+//   read   bus_re=1 with bus_addr for one cycle: bus_rdata is loaded at that edge with the
+//          register as it was just before the edge, and holds until the next read.
+//   bus_addr is a byte offset inside the 0x40-byte window; one that is not 4-byte aligned is
+//   unmapped (writes ignored, reads 0). rst_n is synchronous and active low.
+
+`default_nettype none
+
+module $top #(
+    parameter integer LATENCY = 1  // core cycles per word: keep it equal to the model's latency
+) (
+    input  wire        clk,
+    input  wire        rst_n,
+    input  wire [15:0] bus_addr,
+    input  wire [31:0] bus_wdata,
+    input  wire        bus_we,
+    input  wire        bus_re,
+    output reg  [31:0] bus_rdata
+);
+    // -- the bus: a byte offset to a register index ----------------------------------------
+    // The window is 0x40 bytes: the RTL backend never drives an offset past it (drivers cannot
+    // reach one), so the top decodes bus_addr[5:0] only (the rest is named unused for lint).
+    wire        mapped = (bus_addr[1:0] == 2'b00);
+    wire        unused_high_addr = |bus_addr[15:6];
+    wire        wr = bus_we && mapped;
+    wire [3:0]  widx = bus_addr[5:2];
+    wire [3:0]  ridx = bus_addr[5:2];
+    wire [31:0] wdata = bus_wdata;
+    wire [31:0] wmask = 32'hFFFFFFFF;  // the register bus writes whole words
+
+$core_logic
+    always @(posedge clk) begin
+        if (!rst_n) begin
+            bus_rdata <= 32'd0;
+        end else if (bus_re && !bus_we) begin
+            bus_rdata <= mapped ? rvalue : 32'd0;
+        end
+    end
+endmodule
+
+`default_nettype wire
+""")
+
+_HDL_AXI = Template("""\
+// $top: the $design core of the $name module, on an AXI4-Lite slave port.
+// Generated by `juggle module new --hdl --bus axi4-lite`; Verilog-2005, self-contained.
+//
+$register_map//
+// The AXI4-Lite slave (every signal sampled at the rising edge of clk; responses always OKAY):
+//   write  AW and W are taken together, at the first edge where both AWVALID and WVALID are
+//          high and no write response is waiting (AWREADY = WREADY = that condition): the
+//          register takes WDATA at that edge, the bytes WSTRB selects (DATA_IN takes the
+//          strobed bytes, the others as 0). BVALID rises after it and holds until BREADY.
+//   read   AR is taken at the first edge where ARVALID is high and no read data is waiting
+//          (ARREADY = that condition): RDATA is loaded at that edge with the register as it
+//          was just before the edge; RVALID rises after it and holds until RREADY.
+//   Addresses are byte offsets; an unaligned one is unmapped (writes ignored, reads 0).
+//   Reset (rst_n low, synchronous) drops BVALID and RVALID.
+
+`default_nettype none
+
+module $top #(
+    parameter integer LATENCY = 1,  // core cycles per word: keep it equal to the model's latency
+    parameter integer AW = 6        // address width: a 0x40-byte window
+) (
+    input  wire          clk,
+    input  wire          rst_n,
+    input  wire [AW-1:0] s_axi_awaddr,
+    input  wire          s_axi_awvalid,
+    output wire          s_axi_awready,
+    input  wire [31:0]   s_axi_wdata,
+    input  wire [3:0]    s_axi_wstrb,
+    input  wire          s_axi_wvalid,
+    output wire          s_axi_wready,
+    output wire [1:0]    s_axi_bresp,
+    output reg           s_axi_bvalid,
+    input  wire          s_axi_bready,
+    input  wire [AW-1:0] s_axi_araddr,
+    input  wire          s_axi_arvalid,
+    output wire          s_axi_arready,
+    output reg  [31:0]   s_axi_rdata,
+    output wire [1:0]    s_axi_rresp,
+    output reg           s_axi_rvalid,
+    input  wire          s_axi_rready
+);
+    // -- the slave: handshakes to one register write and one register read ----------------
+    wire        take_w = s_axi_awvalid && s_axi_wvalid && !s_axi_bvalid;
+    wire        take_r = s_axi_arvalid && !s_axi_rvalid;
+    wire        wr = take_w && (s_axi_awaddr[1:0] == 2'b00);
+    wire [3:0]  widx = s_axi_awaddr[5:2];
+    wire [3:0]  ridx = s_axi_araddr[5:2];
+    wire [31:0] wdata = s_axi_wdata;
+    wire [31:0] wmask = {{8{s_axi_wstrb[3]}}, {8{s_axi_wstrb[2]}},
+                         {8{s_axi_wstrb[1]}}, {8{s_axi_wstrb[0]}}};
+
+    assign s_axi_awready = take_w;
+    assign s_axi_wready = take_w;
+    assign s_axi_arready = take_r;
+    assign s_axi_bresp = 2'b00;  // OKAY
+    assign s_axi_rresp = 2'b00;  // OKAY
+
+$core_logic
+    always @(posedge clk) begin
+        if (!rst_n) begin
+            s_axi_bvalid <= 1'b0;
+            s_axi_rvalid <= 1'b0;
+            s_axi_rdata <= 32'd0;
+        end else begin
+            if (take_w) begin
+                s_axi_bvalid <= 1'b1;
+            end else if (s_axi_bready) begin
+                s_axi_bvalid <= 1'b0;
+            end
+            if (take_r) begin
+                s_axi_rvalid <= 1'b1;
+                s_axi_rdata <= (s_axi_araddr[1:0] == 2'b00) ? rvalue : 32'd0;
+            end else if (s_axi_rready) begin
+                s_axi_rvalid <= 1'b0;
+            end
+        end
+    end
+endmodule
+
+`default_nettype wire
+""")
+
+_HDL_DESCRIPTOR = Template("""
+# the core in Verilog: `juggle module test` checks it against the model, `juggle module build`
+# synthesizes it, and Framework(hardware="rtl") runs it
+[services.hardware.rtl]
+top = $top_s
+sources = [$source_s]
+bus = $bus_s
 """)
 
 
@@ -460,7 +680,8 @@ $resources_toml
 @dataclass(frozen=True)
 class ModuleScaffold:
     """What :func:`scaffold_module` wrote: the module folder, its files (relative POSIX paths)
-    and the bitstream's target."""
+    and the bitstream's target; ``hdl`` is the core's Verilog (relative path) on ``bus``, or
+    ``None`` for a module without it."""
 
     path: Path
     name: str
@@ -473,6 +694,8 @@ class ModuleScaffold:
     bitstream_bytes: int
     classes: dict[str, str] = field(default_factory=dict)
     files: tuple[str, ...] = ()
+    hdl: str | None = None
+    bus: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The scaffold as a JSON-able dict (what ``juggle module new --json`` prints)."""
@@ -487,9 +710,15 @@ class ModuleScaffold:
             "bitstream": {"path": self.bitstream, "bytes": self.bitstream_bytes},
             "classes": dict(self.classes),
             "files": list(self.files),
+            "hdl": None if self.hdl is None else {"path": self.hdl, "bus": self.bus},
             "next": [
                 f"juggle module validate {self.path} --fabric {self.fabric}",
                 f"juggle module validate {self.path} --fabric {self.fabric} --import",
+                *(
+                    [f"juggle module test {self.path} --fabric {self.fabric}"]
+                    if self.hdl is not None
+                    else []
+                ),
             ],
         }
 
@@ -524,6 +753,67 @@ def _toml_str(text: str) -> str:
     return json.dumps(text)  # a JSON string of printable text is a TOML basic string
 
 
+def _identifier(name: str) -> str:
+    """``name`` as a Python/Verilog identifier stem: ``-`` as ``_``, ``m`` before a digit."""
+    stem = name.replace("-", "_")
+    return "m" + stem if stem[0].isdigit() else stem
+
+
+def _check_bus(bus: object) -> str:
+    if bus not in HDL_BUSES:
+        raise ConfigurationError(
+            f'"bus" must be one of {", ".join(HDL_BUSES)}, got {bus!r}', value=scalar(bus)
+        )
+    assert isinstance(bus, str)
+    return bus
+
+
+def _hdl_files(
+    name: str, code: str, core_class: str, core_id: int, bus: str
+) -> tuple[str, str, str]:
+    """(path, Verilog text, descriptor table) of the core's top on ``bus``."""
+    top = _identifier(name) + "_top"
+    relpath = f"hdl/{name}/{top}.v"
+    text_id = core_id.to_bytes(4, "big").decode("ascii")
+    names = {"code": code, "core_class": core_class, "core_id_text": text_id}
+    template = _HDL_REGBUS if bus == "regbus" else _HDL_AXI
+    verilog = template.substitute(
+        top=top,
+        design=name,
+        name=name,
+        register_map=_HDL_REGISTER_MAP.substitute(names),
+        core_logic=_HDL_CORE.substitute(names, core_id_hex=f"{core_id:08X}"),
+    )
+    table = _HDL_DESCRIPTOR.substitute(
+        top_s=_toml_str(top), source_s=_toml_str(relpath), bus_s=_toml_str(bus)
+    )
+    return relpath, verilog, table
+
+
+def _vectors(method: str) -> str:
+    """The known answers ``juggle module test`` checks (``vectors.json``), as JSON text."""
+
+    def xor(data: bytes, mask: int) -> bytes:
+        key = mask.to_bytes(4, "little")
+        return bytes(b ^ key[i % 4] for i, b in enumerate(data))
+
+    plain = b"juggle: bring your own core"  # 27 bytes: the last word is partial
+    mask = 0x5A3C_0F01
+    about = (
+        "Known answers `juggle module test` checks at every tier, in order (state-setting calls "
+        'included). Bytes are {"hex": "..."}; "expect" is the result the call must return. '
+        "Replace them with your service's."
+    )
+    vectors: list[dict[str, Any]] = [
+        {"method": method, "args": [encode_value(plain)], "expect": encode_value(plain)},
+        {"method": "set_mask", "args": [mask]},
+        {"method": method, "args": [encode_value(plain)], "expect": encode_value(xor(plain, mask))},
+        {"method": method, "args": [encode_value(b"")], "expect": encode_value(b"")},
+    ]
+    lines = ",\n".join(f"    {json.dumps(v)}" for v in vectors)
+    return f'{{\n  "about": {json.dumps(about)},\n  "vectors": [\n{lines}\n  ]\n}}\n'
+
+
 def _sources(
     name: str,
     interface: str,
@@ -532,12 +822,12 @@ def _sources(
     region: str,
     board: str,
     template: Resources = TEMPLATE_RESOURCES,
+    bus: str | None = None,
 ) -> tuple[dict[str, str], dict[str, str], str]:
-    """(relative path → text, role → class path, bitstream path) of the module's files."""
+    """(relative path → text, role → class path, bitstream path) of the module's files; with
+    ``bus``, the core's Verilog on that bus too."""
     base = _base_name(cls)
-    code = name.replace("-", "_") + "_module"
-    if code[0].isdigit():
-        code = "m" + code
+    code = _identifier(name) + "_module"
     if package[0] == code:
         raise ConfigurationError(
             f"interface package {package[0]!r} is the module's code file {code}.py; choose "
@@ -572,7 +862,13 @@ def _sources(
             f"places: :class:`{names['soft']}` (the software tier), :class:`{names['core']}` "
             "(the simulated core: what the hardware computes, and how many cycles it takes) "
             f"and :class:`{names['driver']}` (how the CPU talks to the core through its "
-            "register window)."
+            "register window)"
+            + (
+                "; and in the core's Verilog (hdl/), which `juggle module test` checks "
+                f"against :class:`{names['core']}`."
+                if bus is not None
+                else "."
+            )
         ),
         design=name,
         cls=cls,
@@ -595,8 +891,19 @@ def _sources(
         region_s=_toml_str(region),
         bitstream_s=_toml_str(bitstream),
         resources_toml="\n".join(f"{k} = {v}" for k, v in resources.items()),
+        resources_note=(
+            "# a modeled estimate: `juggle module build` synthesizes the Verilog into "
+            "resources.json,\n# whose figures install checks; copy them here"
+            if bus is not None
+            else "# a modeled estimate, not synthesized: replace with your core's figures"
+        ),
         **names,
     )
+    if bus is not None:
+        relpath, verilog, table = _hdl_files(name, code, names["core"], core_id, bus)
+        files[relpath] = verilog
+        files["juggle.toml"] += table
+        files[VECTORS_FILE] = _vectors(method)
     classes = {
         "interface": interface,
         "software": f"{code}.{names['soft']}",
@@ -613,10 +920,13 @@ def scaffold_module(
     target_dir: str | Path,
     fabric: str | Path = "xupv2p",
     region: str | None = None,
+    hdl: bool = False,
+    bus: str = "regbus",
 ) -> ModuleScaffold:
     """:func:`new_module`, returning everything it wrote (a :class:`ModuleScaffold`)."""
     name = _check_name(name)
     package, cls = _check_interface(interface)
+    bus = _check_bus(bus)
     board = _profile(fabric)
     chosen = _pick_region(board, region)
     parent = Path(target_dir).expanduser()
@@ -633,6 +943,7 @@ def scaffold_module(
         chosen.name,
         board.name,
         template_resources(chosen.resources.family),
+        bus if hdl else None,
     )
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -667,6 +978,8 @@ def scaffold_module(
         bitstream_bytes=nbytes,
         classes=classes,
         files=tuple(sorted([*files, bitstream])),
+        hdl=next((f for f in files if f.startswith("hdl/")), None),
+        bus=bus if hdl else None,
     )
 
 
@@ -677,6 +990,8 @@ def new_module(
     target_dir: str | Path,
     fabric: str | Path = "xupv2p",
     region: str | None = None,
+    hdl: bool = False,
+    bus: str = "regbus",
 ) -> Path:
     """Write a complete co-module ``name`` for the new interface ``interface``
     (``package.Class``) into ``target_dir/name``; returns that folder.
@@ -687,11 +1002,17 @@ def new_module(
     profile ``fabric`` (default: the first region the generated core fits). It validates,
     installs and juggles as generated.
 
-    Raises :class:`~juggle.errors.ConfigurationError` for a bad name or interface,
+    With ``hdl=True`` it also has the core in Verilog-2005, ``hdl/<name>/<top>.v`` (top
+    ``<name>_top``, ``-`` written ``_``), on ``bus``: ``"regbus"`` (juggle's register bus) or
+    ``"axi4-lite"``; the descriptor names it in ``[services.hardware.rtl]``, and
+    ``vectors.json`` holds known answers for ``juggle module test``
+    (:func:`juggle.rtlcheck.check_module`), which finds the Verilog and the model equal.
+
+    Raises :class:`~juggle.errors.ConfigurationError` for a bad name, interface or bus,
     :class:`~juggle.errors.ProfileError` / :class:`~juggle.errors.UnknownRegionError` /
     :class:`~juggle.errors.ResourceError` for the board and region, and
     :class:`~juggle.errors.ModuleError` when the folder exists or cannot be written.
     """
     return scaffold_module(
-        name, interface, target_dir=target_dir, fabric=fabric, region=region
+        name, interface, target_dir=target_dir, fabric=fabric, region=region, hdl=hdl, bus=bus
     ).path

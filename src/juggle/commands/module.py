@@ -1,11 +1,12 @@
 """``juggle module ...``: the commands of a module's life before it is installed.
 
-``new`` scaffolds a co-module and ``bitstream`` writes a bitstream for one of a board's regions
-(:mod:`juggle.scaffold`); ``validate`` checks a module without running its code; ``build``
-synthesizes its RTL; ``lock``, ``keygen`` and ``sign`` pin and sign it; ``schema`` prints the
-descriptor's JSON schema; ``import-dfx`` makes an AMD dfx-mgr package a co-module's hardware
-tier. Every command takes ``--json`` and then prints exactly one JSON document, errors
-included.
+``new`` scaffolds a co-module (``--hdl``: with its core in Verilog) and ``bitstream`` writes a
+bitstream for one of a board's regions (:mod:`juggle.scaffold`); ``validate`` checks a module
+without running its code; ``test`` runs its register model and its RTL side by side through its
+driver (:mod:`juggle.rtlcheck`); ``build`` synthesizes its RTL; ``lock``, ``keygen`` and
+``sign`` pin and sign it; ``schema`` prints the descriptor's JSON schema; ``import-dfx`` makes
+an AMD dfx-mgr package a co-module's hardware tier. Every command takes ``--json`` and then
+prints exactly one JSON document, errors included.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from juggle.commands.output import JsonOpt, emit_json, fail
-from juggle.errors import JuggleError
+from juggle.errors import ConfigurationError, JuggleError
 from juggle.fabric.bitstream import normalize_part
 from juggle.fabric.profiles import load_profile
+from juggle.rtlcheck import DEFAULT_SAMPLES
 from juggle.scaffold import scaffold_module, write_module_bitstream
 
 __all__ = [
@@ -34,11 +36,12 @@ __all__ = [
     "module_new",
     "module_schema",
     "module_sign",
+    "module_test",
     "module_validate",
 ]
 
 module_app = typer.Typer(
-    help="Modules: new, validate, build, bitstream, lock, keygen, sign, schema.",
+    help="Modules: new, validate, test, build, bitstream, lock, keygen, sign, schema.",
     no_args_is_help=True,
 )
 
@@ -62,12 +65,35 @@ def module_new(
         str | None,
         typer.Option(help="Region of the bitstream (default: the first the core fits)."),
     ] = None,
+    hdl: Annotated[
+        bool,
+        typer.Option(
+            "--hdl", help="Also write the core in Verilog (hdl/NAME/), checked by module test."
+        ),
+    ] = False,
+    bus: Annotated[
+        str | None,
+        typer.Option(help="Bus of the Verilog top, with --hdl: regbus (default) or axi4-lite."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Scaffold a complete co-module: interface, software, driver, register model, descriptor
-    and a bitstream; it validates, installs and juggles as generated."""
+    and a bitstream (with --hdl, the core in Verilog too); it validates, installs and juggles
+    as generated."""
     try:
-        made = scaffold_module(name, interface, target_dir=target_dir, fabric=fabric, region=region)
+        if bus is not None and not hdl:
+            raise ConfigurationError(
+                f"--bus {bus} is the bus of the Verilog core: give --hdl too", value=bus
+            )
+        made = scaffold_module(
+            name,
+            interface,
+            target_dir=target_dir,
+            fabric=fabric,
+            region=region,
+            hdl=hdl,
+            bus=bus or "regbus",
+        )
     except JuggleError as exc:
         fail(exc, json_out)
     if json_out:
@@ -184,6 +210,67 @@ def module_validate(
         console.print(f"  {len(report['pinned'])} pinned files verified")
     if report["signed_by"]:
         console.print(f"  signed by trusted key {report['signed_by']}")
+
+
+@module_app.command("test")
+def module_test(
+    path: Annotated[Path, typer.Argument(help="Module folder.")],
+    fabric: Annotated[str, typer.Option(help="Board profile (name or path).")] = "xupv2p",
+    samples: Annotated[
+        int, typer.Option(help="Random calls per interface method.")
+    ] = DEFAULT_SAMPLES,
+    seed: Annotated[int, typer.Option(help="Seed of the random stimuli.")] = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run the module's register model and its RTL side by side through its driver: known
+    answers and random calls of every interface method, results and cycles compared. Exit
+    status 0 when they agree, 1 on a mismatch (each reported with its stimulus), 2 on bad
+    input."""
+    from juggle.fabric.rtl import stderr_progress
+    from juggle.rtlcheck import check_module
+
+    try:
+        report = check_module(
+            path, fabric=fabric, samples=samples, seed=seed, progress=stderr_progress
+        )
+    except JuggleError as exc:
+        fail(exc, json_out)
+    if json_out:
+        emit_json(report.to_json())
+    else:
+        console = Console(highlight=False)
+        for check in report.designs:
+            verdict = "[green]agree[/green]" if check.passed else "[red]MISMATCH[/red]"
+            calls = check.calls
+            console.print(
+                f"{verdict} {escape(check.interface)} on design {escape(check.design)} "
+                f"({escape(check.rtl.top)}, {check.rtl.bus}, {check.rtl.origin} RTL): "
+                f"{calls['known_answer']} known-answer, {calls['vector']} vector and "
+                f"{calls['random']} random calls; {check.model_cycles:,} cycles on the model "
+                f"(modeled), {check.rtl_cycles:,} on the RTL (measured)"
+            )
+            if check.refused:
+                total = sum(calls.values())
+                console.print(
+                    f"  {check.refused} of the {total} calls were refused by every tier "
+                    "(an error on each)"
+                    + (
+                        "; [yellow]no call reached the core[/yellow]: give the module "
+                        "known answers in vectors.json"
+                        if check.rtl_cycles == 0
+                        else ""
+                    )
+                )
+            for method, reason in check.skipped:
+                console.print(
+                    f"  [yellow]no stimuli[/yellow] for {escape(method)}: {escape(reason)}"
+                )
+            for mismatch in check.mismatches:
+                console.print(f"  {escape(mismatch.describe())}")
+            if check.stopped:
+                console.print(f"  stopped after {len(check.mismatches)} mismatches")
+    if not report.passed:
+        raise typer.Exit(1)
 
 
 @module_app.command("build")

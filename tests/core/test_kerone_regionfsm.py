@@ -18,7 +18,9 @@ EXPECTED = {
     (S.IDLE, S.BUSY),
     (S.HOLD, S.BUSY),
     (S.HOLD, S.IDLE),
+    (S.HOLD, S.SWITCH),  # a higher priority takes a held region
     (S.BUSY, S.IDLE),
+    (S.BUSY, S.HOLD),  # a call ends inside its tenant's hold
     (S.BUSY, S.PREEMPT),
     (S.PREEMPT, S.SWITCH),
     (S.SWITCH, S.HOLD),

@@ -9,6 +9,18 @@ rank first, first come first served within a rank. A freshly seated guest's tabl
 it for ``hold_us``. Equal ranks never displace each other and a real-time diner is never asked
 to leave.
 
+Hysteresis (``hysteresis_us``, off unless set): a guest who just got a table keeps it between
+courses. A computation that ends while the region's hysteresis hold runs returns the region to
+Hold, reserved for its client, instead of Idle; each such end renews the hold while no request
+of the same or a higher priority waits for the region. Only a request of higher priority takes
+a held region its client has used (at once, as an Idle one); lower and equal ones wait until the
+hold runs out. So a high-priority tenant's stream of short calls keeps its region instead of
+handing it back after every call and preempting it again (two reconfigurations per call). The
+default (``hysteresis_us=None``) is :data:`HYSTERESIS_FACTOR` times the modeled reconfiguration
+time of the bitstream loaded for the client: a take-back costs two reconfigurations, so the
+region stays reserved as long as a take-back would occupy the configuration port (the
+rent-or-buy break-even).
+
 The allocator is deterministic and clock-free: every entry point takes the current time
 ``now`` (microseconds, any monotonic origin) and returns what to do as action values
 (:mod:`juggle.core.actions`). The shell reports back what happened: ``start``/``finish`` of a
@@ -19,6 +31,8 @@ returned by the next call.
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -63,7 +77,12 @@ from juggle.errors import (
     UnknownTenantError,
 )
 
-__all__ = ["Allocator", "JuggleTicket", "RegionSlot"]
+__all__ = ["HYSTERESIS_FACTOR", "Allocator", "JuggleTicket", "RegionSlot"]
+
+#: The derived hysteresis hold, in reconfiguration times of the bitstream loaded for the client
+#: (``hysteresis_us=None``): a take-back costs two reconfigurations (the other design in, the
+#: holder's back), so the region waits that long for its client before it is given away.
+HYSTERESIS_FACTOR = 2.0
 
 _IDLE = RegionPhase.IDLE
 _BUSY = RegionPhase.BUSY
@@ -94,12 +113,14 @@ class RegionSlot(RegionMachine):
         "client",
         "design",
         "dev_ids",
-        "hold_refs",
+        "hold_stamp",
         "hold_until",
         "incoming",
         "incoming_desc",
         "incoming_reconfig",
         "index",
+        "keep_until",
+        "kept",
         "occ_prio",
         "occ_rt",
         "slices",
@@ -117,7 +138,9 @@ class RegionSlot(RegionMachine):
         self.incoming_desc: TaskDescriptor | None = None
         self.incoming_reconfig = False
         self.hold_until = _INF
-        self.hold_refs = 0
+        self.hold_stamp = 0  # which entry of the allocator's hold heap is this region's
+        self.keep_until = -_INF  # end of the client's hysteresis hold
+        self.kept = False  # in Hold after its client computed (a higher priority may take it)
         self.dev_ids: tuple[int, ...] = ()
 
 
@@ -153,13 +176,23 @@ class Allocator:
     ``priority_levels`` priorities exist, 0 (lowest) to ``priority_levels - 1``, which is the
     real-time class; general-purpose tenants get 0 unless told otherwise. ``hold_us`` is how
     long an allocated region stays reserved for its client before it may be reassigned.
+    ``hysteresis_us`` is the hysteresis hold (see the module docstring): 0 (the default) turns
+    it off, None derives it per region as ``hysteresis_factor`` times the modeled
+    reconfiguration time of the bitstream loaded for the client.
 
     Raises :class:`~juggle.errors.PriorityError` if ``priority_levels < 2`` and
-    :class:`~juggle.errors.AllocatorError` if ``hold_us`` is negative.
+    :class:`~juggle.errors.AllocatorError` if ``hold_us`` or ``hysteresis_us`` is negative
+    or not a number, or ``hysteresis_factor`` is not a positive finite number.
     """
 
     def __init__(
-        self, index: TaskIndex, *, priority_levels: int = 2, hold_us: float = 100.0
+        self,
+        index: TaskIndex,
+        *,
+        priority_levels: int = 2,
+        hold_us: float = 100.0,
+        hysteresis_us: float | None = 0.0,
+        hysteresis_factor: float = HYSTERESIS_FACTOR,
     ) -> None:
         if priority_levels < 2:
             raise PriorityError(
@@ -169,10 +202,13 @@ class Allocator:
             )
         if not hold_us >= 0:
             raise AllocatorError(f'"hold_us" must be >= 0; got {hold_us}', value=hold_us)
+        _check_hysteresis(hysteresis_us, hysteresis_factor)
         self._index = index
         self._levels = priority_levels
         self._top = priority_levels - 1
         self._hold_us = float(hold_us)
+        self._hysteresis_us = None if hysteresis_us is None else float(hysteresis_us)
+        self._hysteresis_factor = float(hysteresis_factor)
         self._slots = tuple(RegionSlot(r.name, i, r.slices) for i, r in enumerate(index.regions))
         self._slot_by_name = {s.name: s for s in self._slots}
         self._dev_names = tuple(d.name for d in index.devices)
@@ -189,7 +225,9 @@ class Allocator:
             tuple(deque[TenantDevice]() for _ in range(priority_levels)) for _ in self._dev_names
         )
         self._waiting_at = [0] * priority_levels
-        self._holds: deque[RegionSlot] = deque()
+        # (until, stamp, region): an entry counts while the region is in Hold with that stamp
+        self._holds: list[tuple[float, int, RegionSlot]] = []
+        self._stamp = 0
         self._next_expiry = _INF
         self._outbox: list[Action] = []
         self._tenants: dict[str, Tenant] = {}
@@ -206,7 +244,13 @@ class Allocator:
 
     @classmethod
     def from_profile(
-        cls, profile: ProfileSource, *, priority_levels: int = 2, hold_us: float = 100.0
+        cls,
+        profile: ProfileSource,
+        *,
+        priority_levels: int = 2,
+        hold_us: float = 100.0,
+        hysteresis_us: float | None = 0.0,
+        hysteresis_factor: float = HYSTERESIS_FACTOR,
     ) -> Allocator:
         """An allocator over a board profile's ``[[devices]]`` and regions.
 
@@ -214,7 +258,11 @@ class Allocator:
         what :class:`Allocator` raises for bad arguments.
         """
         return cls(
-            TaskIndex.from_profile(profile), priority_levels=priority_levels, hold_us=hold_us
+            TaskIndex.from_profile(profile),
+            priority_levels=priority_levels,
+            hold_us=hold_us,
+            hysteresis_us=hysteresis_us,
+            hysteresis_factor=hysteresis_factor,
         )
 
     # -- configuration -------------------------------------------------------------------
@@ -238,6 +286,45 @@ class Allocator:
     def hold_us(self) -> float:
         """How long an allocated region stays reserved for its client."""
         return self._hold_us
+
+    @property
+    def hysteresis_us(self) -> float | None:
+        """The hysteresis hold: a fixed time, 0 (off), or None (derived per region)."""
+        return self._hysteresis_us
+
+    @property
+    def hysteresis_factor(self) -> float:
+        """Reconfiguration times a derived hysteresis hold lasts."""
+        return self._hysteresis_factor
+
+    def set_hysteresis(
+        self, hysteresis_us: float | None, *, factor: float = HYSTERESIS_FACTOR
+    ) -> None:
+        """Change the hysteresis hold (a reloaded policy): holds granted or renewed from now
+        on last ``hysteresis_us`` (0: off; None: ``factor`` reconfiguration times); holds
+        running now end when they were due.
+
+        Raises :class:`~juggle.errors.AllocatorError` as :class:`Allocator` does; nothing
+        changes then.
+        """
+        _check_hysteresis(hysteresis_us, factor)
+        self._hysteresis_us = None if hysteresis_us is None else float(hysteresis_us)
+        self._hysteresis_factor = float(factor)
+
+    def hysteresis_for(self, region: str, device: str | None = None) -> float:
+        """The hysteresis hold ``region`` gets now for a client of ``device`` (default: the
+        design loaded there; 0 with none loaded and a derived hold), in microseconds.
+
+        Raises :class:`~juggle.errors.UnknownRegionError` and
+        :class:`~juggle.errors.UnknownDeviceError`.
+        """
+        slot = self._slot(region)
+        if device is None:
+            return self._keep_us(slot, slot.design)
+        dev_id = self._dev_id.get(device)
+        if dev_id is None:
+            raise self._unknown_device(device)
+        return self._keep_us(slot, dev_id)
 
     def add_tenant(
         self,
@@ -291,7 +378,8 @@ class Allocator:
     ) -> Solution:
         """``tenant`` touched its disconnected ``device``: find a solution now.
 
-        Idle compatible regions come first, smallest first; otherwise the smallest busy region
+        Idle compatible regions come first, smallest first (a region held for a client of lower
+        priority that used it counts as Idle: hysteresis); otherwise the smallest busy region
         whose running task has a lower priority and is not real-time is preempted; otherwise
         the request waits (Unavailable). ``priority`` defaults to the tenant's and may only be
         lowered. Nothing changes when this raises.
@@ -355,9 +443,10 @@ class Allocator:
         return out
 
     def finish(self, tenant: str, device: str, now: float) -> list[Action]:
-        """``tenant``'s computation on ``device`` is over (Busy → Idle; the device stays
-        connected until someone needs the region). If a preemption was pending, this is the
-        consistency point it waited for: the region goes to the preempting request.
+        """``tenant``'s computation on ``device`` is over (Busy → Idle, or Busy → Hold while
+        its hysteresis hold runs; the device stays connected until someone needs the region).
+        If a preemption was pending, this is the consistency point it waited for: the region
+        goes to the preempting request.
 
         Raises :class:`~juggle.errors.UnknownTenantError`,
         :class:`~juggle.errors.UnknownDeviceError`, :class:`~juggle.errors.TimeOrderError`
@@ -371,9 +460,15 @@ class Allocator:
         out = self._begin(now)
         if slot.state is _PREEMPT:
             self._switch(slot, now, out, requeue=False)
-        else:
+            return out
+        until = self._kept_until(slot, now)
+        if until is None:
             slot.to(_IDLE)
             self._serve_idle(slot, now, out)
+        else:  # hysteresis: held for its client; only a higher priority takes it
+            slot.to(_HOLD)
+            slot.kept = True
+            self._arm(slot, until)
         return out
 
     def stopped(self, region: str, now: float) -> list[Action]:
@@ -494,13 +589,12 @@ class Allocator:
         """When the next hold expires (call :meth:`advance` then), or None if none is held."""
         holds = self._holds
         while holds:
-            slot = holds[0]
-            if slot.hold_refs > 1 or slot.state is not _HOLD:
-                holds.popleft()
-                slot.hold_refs -= 1
+            until, stamp, slot = holds[0]
+            if slot.hold_stamp != stamp or slot.state is not _HOLD:
+                heapq.heappop(holds)
                 continue
-            self._next_expiry = slot.hold_until
-            return slot.hold_until
+            self._next_expiry = until
+            return until
         self._next_expiry = _INF
         return None
 
@@ -771,6 +865,8 @@ class Allocator:
         for slot in self._slots:
             if slot.state is _BUSY and not slot.occ_rt:
                 self._serve_busy(slot, now, out)
+            elif slot.state is _HOLD and slot.kept and not slot.occ_rt:
+                self._serve_kept(slot, now, out)
         return out
 
     def set_priority(
@@ -793,6 +889,8 @@ class Allocator:
         slot = self._reprioritize(vd, priority)
         if slot is not None and slot.state is _BUSY and not slot.occ_rt:
             self._serve_busy(slot, now, out)
+        elif slot is not None and slot.state is _HOLD and slot.kept and not slot.occ_rt:
+            self._serve_kept(slot, now, out)
         return out
 
     def _reprioritize(self, vd: TenantDevice, priority: int) -> RegionSlot | None:
@@ -930,7 +1028,9 @@ class Allocator:
         victim_desc: TaskDescriptor | None = None
         for slot, desc in vd.compat:
             state = slot.state
-            if state is _IDLE:
+            if state is _IDLE or (
+                state is _HOLD and slot.kept and slot.occ_prio < prio and not slot.occ_rt
+            ):
                 victim = slot.client
                 reconfig = self._assign(vd, slot, desc, now)
                 self._paths[2 if reconfig else 1] += 1
@@ -1027,6 +1127,47 @@ class Allocator:
         self._paths[4 if reconfig else 3] += 1
         self._emit(Solution(_PREEMPT_KIND, vd, slot, desc, reconfig, victim, now, None), out)
 
+    def _serve_kept(self, slot: RegionSlot, now: float, out: list[Action]) -> None:
+        """``slot`` is held for a client that used it: a waiting request of higher priority
+        that fits it takes it at once (as an Idle region)."""
+        vd = self._best_waiter(slot, slot.occ_prio)
+        if vd is None:
+            return
+        self._dequeue(vd)
+        desc = self._desc_of(vd, slot)
+        victim = slot.client
+        reconfig = self._assign(vd, slot, desc, now)
+        self._paths[2 if reconfig else 1] += 1
+        self._emit(Solution(_ASSIGN, vd, slot, desc, reconfig, victim, now, None), out)
+
+    def _kept_until(self, slot: RegionSlot, now: float) -> float | None:
+        """When the computation in ``slot`` ends at ``now``: until when the region stays held
+        for its client (hysteresis), or None for Idle. The hold is renewed while no request of
+        the client's priority or higher waits for the region; an equal one waits for the hold
+        to run out, a higher one gets the region now."""
+        client = slot.client
+        assert client is not None
+        keep = self._keep_us(slot, client.dev_id)
+        if keep <= 0:
+            return None
+        waiter = self._best_waiter(slot, slot.occ_prio - 1)
+        if waiter is None:
+            slot.keep_until = max(slot.keep_until, now + keep)
+        elif waiter.priority > slot.occ_prio:
+            return None
+        return slot.keep_until if slot.keep_until > now else None
+
+    def _keep_us(self, slot: RegionSlot, dev_id: int) -> float:
+        """The hysteresis hold of ``slot`` for a client of device ``dev_id``."""
+        if self._hysteresis_us is not None:
+            return self._hysteresis_us
+        if dev_id == _NO_DESIGN:
+            return 0.0
+        for s, desc in self._compat[dev_id]:
+            if s is slot:
+                return self._hysteresis_factor * desc.t_rcfg_us
+        return 0.0
+
     def _best_waiter(self, slot: RegionSlot, above: int) -> TenantDevice | None:
         """The first request (highest priority, then FIFO) with priority > ``above`` whose
         device fits ``slot``."""
@@ -1051,12 +1192,18 @@ class Allocator:
         slot.occ_rt = vd.tenant.realtime or vd.pinned
         vd.state = _CONNECTED
         vd.region = slot
-        until = now + self._hold_us
+        slot.kept = False
+        slot.keep_until = now + self._keep_us(slot, vd.dev_id)
+        self._arm(slot, now + self._hold_us)
+
+    def _arm(self, slot: RegionSlot, until: float) -> None:
+        """``slot`` (in Hold) is held until ``until``: its expiry is due then."""
+        self._stamp += 1
         slot.hold_until = until
-        slot.hold_refs += 1
-        if not self._holds:
+        slot.hold_stamp = self._stamp
+        heapq.heappush(self._holds, (until, self._stamp, slot))
+        if until < self._next_expiry:
             self._next_expiry = until
-        self._holds.append(slot)
 
     def _disconnect(self, vd: TenantDevice, slot: RegionSlot) -> None:
         slot.client = None
@@ -1098,19 +1245,18 @@ class Allocator:
     def _expire(self, now: float, out: list[Action]) -> None:
         holds = self._holds
         while holds:
-            slot = holds[0]
-            if slot.hold_refs > 1 or slot.state is not _HOLD:
-                holds.popleft()
-                slot.hold_refs -= 1
+            until, stamp, slot = holds[0]
+            if slot.hold_stamp != stamp or slot.state is not _HOLD:
+                heapq.heappop(holds)  # the region moved on since: a stale entry
                 continue
-            if slot.hold_until > now:
+            if until > now:
                 break
-            holds.popleft()
-            slot.hold_refs = 0
+            heapq.heappop(holds)
             slot.to(_IDLE)
+            slot.kept = False
             self._expiries += 1
             self._serve_idle(slot, now, out)
-        self._next_expiry = holds[0].hold_until if holds else _INF
+        self._next_expiry = holds[0][0] if holds else _INF
 
     def _emit(self, solution: Solution, out: list[Action]) -> None:
         out.append(solution)
@@ -1236,3 +1382,17 @@ class Allocator:
             for vd in t.devices.values()
         )
         return TenantStats(t.name, t.priority, t.realtime, t.model.value, devices)
+
+
+def _check_hysteresis(hysteresis_us: float | None, factor: float) -> None:
+    """Refuse a negative or NaN hysteresis hold or a factor that is not a positive finite
+    number (:class:`~juggle.errors.AllocatorError` naming the value)."""
+    if hysteresis_us is not None and not hysteresis_us >= 0:
+        raise AllocatorError(
+            f'"hysteresis_us" must be >= 0 or None (derived); got {hysteresis_us}',
+            value=hysteresis_us,
+        )
+    if not (factor > 0 and math.isfinite(factor)):
+        raise AllocatorError(
+            f'"hysteresis_factor" must be a positive finite number; got {factor}', value=factor
+        )

@@ -9,8 +9,13 @@ only by preemption, and every other state blocks allocation until an event moves
     IDLE ──assign + reconfig──▶ RECONFIG ──pcap over──▶ HOLD
     BUSY ──preempt──▶ PREEMPT ──consistency point──▶ SWITCH ──▶ HOLD | RECONFIG
     HOLD ──expire / release──▶ IDLE          IDLE ──start (connected client)──▶ BUSY
+    BUSY ──finish within the hold (hysteresis)──▶ HOLD ──take (higher priority)──▶ SWITCH
     RECONFIG ──pcap failed──▶ ERROR ──repair──▶ IDLE
     BUSY | IDLE | HOLD ──fault (core quarantined)──▶ ERROR
+
+The two hysteresis transitions keep a region that was just handed over with its client between
+computations (the allocator's ``hysteresis_us``): a computation that ends while the hold runs
+returns the region to HOLD, where only a request of higher priority may take it.
 
 :data:`TRANSITIONS` is the whole table; anything not in it raises
 :class:`~juggle.errors.IllegalTransitionError` and leaves the state as it was.
@@ -52,6 +57,8 @@ _TABLE: dict[tuple[RegionPhase, RegionPhase], str] = {
     (_S.HOLD, _S.BUSY): "start: the holding client computes",
     (_S.HOLD, _S.IDLE): "expire or release: the hold time ran out or the client let go",
     (_S.BUSY, _S.IDLE): "finish: the computation is over",
+    (_S.BUSY, _S.HOLD): "finish within the hold: the region stays reserved for its client",
+    (_S.HOLD, _S.SWITCH): "take: a request of higher priority takes a region its client used",
     (_S.BUSY, _S.PREEMPT): "preempt: stop at the next consistency point",
     (_S.PREEMPT, _S.SWITCH): "stop: the task reached a consistency point",
     (_S.SWITCH, _S.HOLD): "restore: the new client is connected",

@@ -98,6 +98,7 @@ class Framework:
         trusted_keys: Sequence[Any] | None = None,
         backend_options: Mapping[str, Any] | None = None,
         strict: bool = False,
+        tenant_hold_ms: float | None = None,
     ) -> None:
         options = FrameworkOptions(
             backend=backend,
@@ -114,6 +115,7 @@ class Framework:
             trusted_keys=trusted_keys,
             backend_options=backend_options or {},
             strict=strict,
+            tenant_hold_ms=tenant_hold_ms,
         )
         self.fabric = options.open_fabric(fabric)
         self._life = Lifecycle(self)

@@ -75,7 +75,12 @@ class Juggler:
         self._memo: ActionMemo = {}  # the actions of juggles made before
         self._steps = JuggleSteps(fabric, options, table)  # carries out a juggle's actions
         # the one allocator: juggles and tenants; this juggler is its TenancyHost
-        self.arbiter = TenantArbiter(self, wait_timeout_s=options.drain_timeout_s)
+        hold_ms = options.tenant_hold_ms
+        self.arbiter = TenantArbiter(
+            self,
+            wait_timeout_s=options.drain_timeout_s,
+            hysteresis_us=None if hold_ms is None else hold_ms * 1000.0,
+        )
 
     # -- the juggle primitive ----------------------------------------------------------------
 

@@ -75,7 +75,9 @@ class FrameworkOptions:
     as a tuple of loaded public keys; None: modules need no signature) are the keys a module
     must be signed by. ``strict`` (on a fabric that runs RTL, ``hardware="rtl"``) refuses at
     install a design that has no RTL, module's or juggle's, instead of running it on its
-    register model.
+    register model. ``tenant_hold_ms`` is how long a region stays with the tenant that just got
+    it (Ker-ONE's Hold state; docs/daemon.md "Priorities without thrashing"): None derives it
+    from the region's modeled reconfiguration time (twice it), 0 turns the hold off.
 
     Verification: the first ``verify_warmup`` calls on a region just programmed or recovered
     are all checked against the software tier, then one in 2, 4, 8 … down to one call in
@@ -100,6 +102,7 @@ class FrameworkOptions:
     history_capacity: int = DEFAULT_HISTORY_CAPACITY
     trusted_keys: Sequence[Any] | None = None
     strict: bool = False
+    tenant_hold_ms: float | None = None
     backend_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
@@ -126,6 +129,16 @@ class FrameworkOptions:
             raise ConfigurationError(
                 f'"strict" must be True or False, got {self.strict!r:.80}',
                 value=scalar(self.strict),
+            )
+        if self.tenant_hold_ms is not None and (
+            isinstance(self.tenant_hold_ms, bool)
+            or not isinstance(self.tenant_hold_ms, int | float)
+            or not 0 <= self.tenant_hold_ms < float("inf")
+        ):
+            raise ConfigurationError(
+                f'"tenant_hold_ms" must be None or a finite number of ms >= 0, '
+                f"got {self.tenant_hold_ms!r:.80}",
+                value=scalar(self.tenant_hold_ms),
             )
         self._check_hardware()
         options = MappingProxyType(dict(self.backend_options))

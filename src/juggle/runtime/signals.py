@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from juggle.core.allocator import HYSTERESIS_FACTOR
 from juggle.core.allocstats import AllocatorStats
 from juggle.core.tenants import ProgrammingModel, SignalKind
 from juggle.errors import ProgrammingModelError, TenancyError
@@ -172,7 +173,12 @@ class TenantSnapshot:
 class TenancyStatistics:
     """The arbiter: the allocator's snapshot, every indexed service (id → device), programs
     done for tenants, failed ones, actions that failed to execute, and the regions whose core
-    failed under a tenant's call (quarantined until recovered), each with the reason."""
+    failed under a tenant's call (quarantined until recovered), each with the reason.
+
+    ``hysteresis_us`` is the hysteresis hold (None: derived, ``hysteresis_factor`` times the
+    holder's modeled reconfiguration time; 0: off); ``repeated_ready`` counts READY signals
+    not sent because the device's last signal was READY already (no state change).
+    """
 
     allocator: AllocatorStats
     services: Mapping[int, str]
@@ -180,6 +186,9 @@ class TenancyStatistics:
     program_failures: int
     action_faults: int
     faulted: Mapping[str, str]
+    hysteresis_us: float | None = None
+    hysteresis_factor: float = HYSTERESIS_FACTOR
+    repeated_ready: int = 0
 
 
 def parse_model(model: str | ProgrammingModel) -> ProgrammingModel:

@@ -61,6 +61,22 @@ never while holding this lock), and listener callbacks, which run after the lock
 in emission order. The manager also expires holds at :meth:`Allocator.next_deadline`. A call
 holds its core's lock only between its gate's enter and leave; the arbiter takes a core's lock
 (a context save) only for a device that is not running, so the two never wait on each other.
+
+Hysteresis (docs/daemon.md, "Priorities without thrashing"). A region handed to a tenant's
+device (after a preemption, a reconfiguration or a juggle) stays held for it between its calls
+for the *hysteresis hold* (:class:`~juggle.core.allocator.Allocator`, ``hysteresis_us``): a
+request of lower or equal priority waits until the holder left it unused that long, one of
+higher priority takes it at once. By default the hold is
+:data:`~juggle.core.allocator.HYSTERESIS_FACTOR` times the modeled reconfiguration time of the
+bitstream loaded for the holder (26.8 ms for a 149,088-byte bitstream through the xupv2p's
+configuration port, modeled). So a high-priority tenant's stream of short calls keeps the
+region instead of preempting a co-module and reprogramming the region twice per call. A tenant
+hears READY only when its device becomes ready after it heard WAIT or PREEMPT (or never heard
+anything): never twice in a row for one device.
+
+Time: the arbiter reads ``clock`` (microseconds, monotonic; the wall clock by default). A
+simulated board's modeled clock makes holds, signals and waits modeled time: a test moves it
+and calls :meth:`TenantArbiter.advance`.
 """
 
 from __future__ import annotations
@@ -84,7 +100,7 @@ from juggle.core.actions import (
     Solution,
     StopAtConsistencyPoint,
 )
-from juggle.core.allocator import Allocator, JuggleTicket
+from juggle.core.allocator import HYSTERESIS_FACTOR, Allocator, JuggleTicket
 from juggle.core.execute import execute
 from juggle.core.placement import ServiceView
 from juggle.core.regionfsm import RegionPhase
@@ -155,6 +171,11 @@ _CONNECTED = DeviceState.CONNECTED
 _DISCONNECTED = DeviceState.DISCONNECTED
 _WAITING = DeviceState.WAITING
 _GO, _BLOCK, _WAIT, _FAULT = "go", "block", "wait", "fault"
+
+
+def _wall_us() -> float:
+    """The monotonic wall clock in microseconds (the arbiter's default clock)."""
+    return time.monotonic_ns() / 1000.0
 
 
 class TenancyHost(Protocol):
@@ -329,7 +350,14 @@ class TenantArbiter:
 
     Created with the framework for its ``host`` (see :class:`TenancyHost`).
     ``wait_timeout_s`` bounds how long a native tenant's call waits for its device (the
-    framework's drain timeout); ``hold_us`` is the allocator's hold time.
+    framework's drain timeout); ``hold_us`` is the allocator's hold time (a device told READY
+    has that long to start). ``hysteresis_us`` is the hysteresis hold of a region between its
+    holder's calls (see the module docstring): None (the default) derives it per region,
+    ``hysteresis_factor`` times the modeled reconfiguration time of the holder's bitstream; 0
+    turns it off. ``clock`` returns the time in microseconds (default: the monotonic wall clock).
+
+    Raises :class:`~juggle.errors.AllocatorError` for a negative ``hold_us`` or
+    ``hysteresis_us``, or a ``hysteresis_factor`` that is not a positive finite number.
     """
 
     def __init__(
@@ -338,9 +366,14 @@ class TenantArbiter:
         *,
         wait_timeout_s: float,
         hold_us: float = DEFAULT_HOLD_US,
+        hysteresis_us: float | None = None,
+        hysteresis_factor: float = HYSTERESIS_FACTOR,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self._host = host
         self._hold_us = hold_us
+        self._hysteresis = (hysteresis_us, hysteresis_factor)
+        self._clock = clock if clock is not None else _wall_us
         self._wait_timeout_s = wait_timeout_s
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -357,9 +390,11 @@ class TenantArbiter:
         self._manager: threading.Thread | None = None
         self._version = 0
         self._waiters = 0  # threads in _wait (under the lock)
+        self._active = 0  # jobs the manager thread is carrying out now
+        self._told: dict[tuple[str, str], SignalKind] = {}  # the last signal about a device
         self._seq = 0
         self._closed = False
-        self._counters = {"programs": 0, "failures": 0, "faults": 0}
+        self._counters = {"programs": 0, "failures": 0, "faults": 0, "repeated_ready": 0}
         self._alloc = self._new_allocator()
 
     # -- tenants -------------------------------------------------------------------------------
@@ -571,6 +606,8 @@ class TenantArbiter:
             del self._by_device[svc.device]
         for key in [k for k in self._gates if k[1] == svc.device]:
             del self._gates[key]
+        for key in [k for k in self._told if k[1] == svc.device]:
+            del self._told[key]
         for region in [r for r, (d, _) in self._cores.items() if d == svc.device]:
             self._retire(region)
 
@@ -626,6 +663,7 @@ class TenantArbiter:
         interface keeps no context: :meth:`save_context` finds no gate)."""
         if self._gates.get((gate.tenant, gate.device)) is gate:
             del self._gates[(gate.tenant, gate.device)]
+        self._told.pop((gate.tenant, gate.device), None)  # a fresh device starts unknown
         if self._closed or self._alloc.device_state(gate.tenant, gate.device) is _DISCONNECTED:
             return
         try:
@@ -917,9 +955,16 @@ class TenantArbiter:
             self._tell(name, action.device, action.signal)
 
     def _tell(self, tenant: str, device: str, kind: SignalKind) -> None:
+        """Under the lock: queue ``kind`` on ``tenant``'s channel, unless it is a READY about
+        a device whose last signal was READY already (no state change: counted, not sent)."""
         record = self._tenants.get(tenant)
         if record is None:
             return
+        key = (tenant, device)
+        if kind is SignalKind.READY and self._told.get(key) is SignalKind.READY:
+            self._counters["repeated_ready"] += 1
+            return
+        self._told[key] = kind
         svc = self._by_device.get(device)
         self._seq += 1
         signal = TenantSignal(
@@ -1134,8 +1179,15 @@ class TenantArbiter:
                 job = self._next_job()
                 if job is None:
                     return
+                if isinstance(job, _Job):
+                    self._active += 1
             if isinstance(job, _Job):
-                self._run_job(job)
+                try:
+                    self._run_job(job)
+                finally:
+                    with self._cond:
+                        self._active -= 1
+                        self._bump()
             self._flush()
 
     def _run_job(self, job: _Job) -> None:
@@ -1296,6 +1348,8 @@ class TenantArbiter:
             TaskIndex(regions, devices, tasks),
             priority_levels=LIVE_PRIORITY_LEVELS + 1,
             hold_us=self._hold_us,
+            hysteresis_us=self._hysteresis[0],
+            hysteresis_factor=self._hysteresis[1],
         )
         alloc.add_tenant(SYSTEM_TENANT, priority=SYSTEM_PRIORITY, model=ProgrammingModel.AWARE)
         return alloc
@@ -1320,7 +1374,7 @@ class TenantArbiter:
     # -- helpers ---------------------------------------------------------------------------------
 
     def _now(self) -> float:
-        return time.monotonic_ns() / 1000.0
+        return self._clock()
 
     def _bump(self) -> None:
         self._version += 1
@@ -1399,6 +1453,57 @@ class TenantArbiter:
 
     # -- snapshots and lifecycle ---------------------------------------------------------------
 
+    def set_hysteresis(
+        self, hysteresis_us: float | None, *, factor: float = HYSTERESIS_FACTOR
+    ) -> None:
+        """Change the hysteresis hold (a reloaded policy): holds granted or renewed from now on
+        last ``hysteresis_us`` microseconds (0: off; None: ``factor`` times the modeled
+        reconfiguration time of the holder's bitstream); running ones end when they were due.
+
+        Raises :class:`~juggle.errors.AllocatorError` (negative, or a bad factor) and
+        :class:`~juggle.errors.TenancyClosedError`; nothing changes then.
+        """
+        with self._cond:
+            self._check_open()
+            self._alloc.set_hysteresis(hysteresis_us, factor=factor)
+            self._hysteresis = (hysteresis_us, factor)
+
+    def hysteresis_for(self, region: str) -> float:
+        """The hysteresis hold ``region`` gives the design loaded there now, in microseconds
+        (0: none loaded, or hysteresis off).
+
+        Raises :class:`~juggle.errors.UnknownRegionError`.
+        """
+        with self._cond:
+            return self._alloc.hysteresis_for(region)
+
+    def advance(self) -> None:
+        """Let the allocator see the clock now: holds that are due expire and their regions go
+        to waiting requests. The manager thread does this by itself at each deadline; call it
+        after moving a modeled clock, to have it happen now.
+
+        Raises :class:`~juggle.errors.TenancyClosedError`.
+        """
+        with self._cond:
+            self._check_open()
+            self._execute(self._alloc.advance(self._now()))
+        self._flush()
+
+    def quiesce(self, timeout_s: float) -> bool:
+        """Wait until the manager thread has carried out every queued job (programming,
+        co-module moves, containment), at most ``timeout_s`` seconds; whether it has. Holds
+        may still run (see :meth:`advance`); listener callbacks are delivered before return.
+        """
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._jobs or self._active:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed:
+                    return False
+                self._wait(remaining)
+        self._flush()
+        return True
+
     def statistics(self) -> TenancyStatistics:
         """A frozen snapshot of the arbiter (see :class:`TenancyStatistics`)."""
         with self._cond:
@@ -1410,6 +1515,9 @@ class TenantArbiter:
                 program_failures=c["failures"],
                 action_faults=c["faults"],
                 faulted=dict(self._faulted),
+                hysteresis_us=self._alloc.hysteresis_us,
+                hysteresis_factor=self._alloc.hysteresis_factor,
+                repeated_ready=c["repeated_ready"],
             )
 
     def close(self) -> None:

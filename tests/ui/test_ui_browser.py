@@ -12,6 +12,8 @@ installs them (the Debian packages when run as root); elsewhere the test is skip
 
 from __future__ import annotations
 
+import contextlib
+import re
 import shutil
 import socket
 import threading
@@ -22,9 +24,12 @@ from typing import Any, cast
 
 import pytest
 from fastapi import FastAPI
+from ui_support import tenant_call
 
 import juggle
-from juggle.dashboard.app import make_server
+from juggle.dashboard.app import live_sample, make_server
+from juggle.dashboard.history import LiveHistory
+from juggle.dashboard.tenants import tenant_rows
 
 try:
     from selenium import webdriver
@@ -53,20 +58,19 @@ pytestmark = [
 
 MODULES = Path(__file__).resolve().parents[2] / "examples" / "modules"
 TOKEN = "browser-test-token"
+WAIT_S = 10.0
 
 
-@pytest.fixture
-def dashboard_url() -> Iterator[tuple[str, juggle.Framework]]:
-    """The dashboard of a framework with the demo's two services, served on a free port."""
-    fw = juggle.Framework(fabric="xupv2p")
+@contextlib.contextmanager
+def served(fw: juggle.Framework, **options: Any) -> Iterator[str]:
+    """The dashboard of ``fw`` (``options`` go to make_server) on a free loopback port: its
+    URL with the admin token. The server is stopped (and its workload, if any) on exit."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        fw.install(MODULES / "tdes").start()
-        fw.install(MODULES / "audio").start()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-        server = make_server(fw, "127.0.0.1", port, log_level="warning", token=TOKEN)
+        server = make_server(fw, "127.0.0.1", port, log_level="warning", token=TOKEN, **options)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         try:
@@ -75,14 +79,28 @@ def dashboard_url() -> Iterator[tuple[str, juggle.Framework]]:
                 assert thread.is_alive(), "the server thread died while starting"
                 assert time.monotonic() < deadline, "the server did not start within 10 s"
                 time.sleep(0.02)
-            yield f"http://127.0.0.1:{port}/#token={TOKEN}", fw
+            yield f"http://127.0.0.1:{port}/#token={TOKEN}"
         finally:
-            cast(FastAPI, server.config.app).state.workload.stop()
+            workload = cast(FastAPI, server.config.app).state.workload
+            if workload is not None:
+                workload.stop()
             server.should_exit = True
             thread.join(timeout=10)
         assert not thread.is_alive()
     finally:
         sock.close()
+
+
+@pytest.fixture
+def dashboard_url() -> Iterator[tuple[str, juggle.Framework]]:
+    """The dashboard of a framework with the demo's two services and the demo controls."""
+    fw = juggle.Framework(fabric="xupv2p")
+    try:
+        fw.install(MODULES / "tdes").start()
+        fw.install(MODULES / "audio").start()
+        with served(fw, demo_controls=True) as url:
+            yield url, fw
+    finally:
         fw.close()
 
 
@@ -159,6 +177,20 @@ def test_the_page_drives_the_workload_and_shows_a_juggle(
         lambda: text_of(browser, '#services tr[data-service="1"] td.tier') == "native",
     )
 
+    wait_for(
+        "the status to say nobody called",
+        lambda: text_of(browser, "#workload-status") == "stopped: no calls",
+    )
+    # a call by another consumer: the workload made none, but there were calls
+    fw.get_service("EncryptionService", consumer="script").load_key(bytes(range(24)))
+    wait_for(
+        "the status to count the other consumer's call",
+        lambda: (
+            text_of(browser, "#workload-status")
+            == "stopped: the workload made none; 1 call by others"
+        ),
+    )
+
     switch.click()
     wait_for(
         "the workload to run",
@@ -208,3 +240,120 @@ def test_the_page_drives_the_workload_and_shows_a_juggle(
         lambda: (t := text_of(browser, "#workload-status")).startswith("stopped") and t,
     )
     assert "failed" not in status
+
+
+class FakeClock:
+    """The history's clock, moved by the test: a page opened later cannot have sampled the
+    past itself, so what it draws of it came from the server."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_late_page_shows_tenants_and_history_from_before_it_opened(
+    tenants_fw: juggle.Framework, browser: Any, tmp_path: Path
+) -> None:
+    """The daemon's view (no demo controls) of two tenants sharing one region: forty
+    seconds of history, sampled before the page exists (alice calls, then bob, priority 2,
+    takes the region), are drawn at once; the tenants panel follows both tenants while they
+    call; the waits are listed with their times; a screenshot is kept in ``tmp_path``."""
+    fw = tenants_fw
+    clock = FakeClock(5000.0)
+    history = LiveHistory(fw, live_sample, clock=clock)
+    for second in range(40):
+        tenant_call(fw, "alice" if second < 20 else "bob", 3)
+        clock.now += 1.0
+        assert history.sample() is not None
+    calls_before = {t["name"]: t["calls"] for t in tenant_rows(fw)}
+    assert calls_before == {"alice": 80, "bob": 80}
+
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def both_call() -> None:  # the tenants take turns: each call ends before the next
+        try:
+            while not stop.is_set():
+                tenant_call(fw, "alice")
+                tenant_call(fw, "bob")
+        except BaseException as exc:  # pragma: no cover - reported below
+            failures.append(exc)
+
+    with served(fw, history=history) as url:
+        browser.get(url)
+        # the charts: the samples the server kept before the page was opened
+        line = wait_for(
+            "the hardware series of service 1",
+            lambda: browser.find_elements(
+                By.CSS_SELECTOR, '#throughput polyline[data-service="1"][data-tier="hardware"]'
+            ),
+        )[0]
+        assert line.get_attribute("data-points") == "39"  # 40 samples, 39 intervals
+        assert float(line.get_attribute("data-span-s")) == 39.0
+        assert float(line.get_attribute("data-last")) == 4.0  # 4 calls in the last second
+        runs = browser.find_elements(By.CSS_SELECTOR, '#occupancy rect[data-region="prr0"]')
+        assert [r.get_attribute("data-tenant") for r in runs] == ["alice", "bob"]
+        assert [r.get_attribute("data-holder") for r in runs] == ["alice: tdes", "bob: tdes"]
+        legend = text_of(browser, "#occupancy-legend")
+        assert "alice: tdes" in legend and "bob: tdes" in legend
+
+        caller = threading.Thread(target=both_call, daemon=True)
+        caller.start()
+        try:
+
+            def panel() -> dict[str, dict[str, str]]:
+                rows = {}
+                for row in browser.find_elements(By.CSS_SELECTOR, "#tenants tbody tr"):
+                    cells = {
+                        key: row.find_element(By.CSS_SELECTOR, f"td.{key}").text
+                        for key in ("name", "priority", "devices", "calls", "waits")
+                    }
+                    rows[row.get_attribute("data-tenant")] = cells
+                return rows
+
+            shown = wait_for(
+                "both tenants' calls to grow in the tenants panel",
+                lambda: (
+                    (p := panel()).keys() == {"alice", "bob"}
+                    and all(int(p[n]["calls"]) > calls_before[n] for n in p)
+                    and p
+                ),
+            )
+            assert (shown["alice"]["priority"], shown["bob"]["priority"]) == ("0", "2")
+            assert shown["alice"]["devices"].startswith("tdes: ")
+            assert int(shown["alice"]["waits"]) >= 1  # the first programming made it wait
+            waits = wait_for(
+                "alice's waits in the signals list",
+                lambda: (
+                    (
+                        rows := browser.find_elements(
+                            By.CSS_SELECTOR,
+                            '#tenant-events tr[data-kind="wait"][data-tenant="alice"]',
+                        )
+                    )
+                    and len(rows) >= 2
+                    and rows
+                ),
+            )
+            oldest = waits[-1]  # newest first: this one has ended
+            assert re.fullmatch(
+                r"\d\d:\d\d:\d\d\.\d{3}", oldest.find_element(By.CSS_SELECTOR, "td.time").text
+            )
+            assert float(oldest.find_element(By.CSS_SELECTOR, "td.ready").text) >= 0
+            assert not browser.find_elements(
+                By.CSS_SELECTOR, '#tenant-events tr[data-kind="ready"]'
+            )
+            held_by = text_of(browser, '#regions tr[data-region="prr0"] td.holder')
+            assert held_by in ("alice: tdes", "bob: tdes")
+            # the daemon's view: no workload switch, no focus buttons, no "stopped: no calls"
+            assert not browser.find_element(By.ID, "demo-controls").is_displayed()
+            assert "no calls" not in browser.find_element(By.TAG_NAME, "body").text
+            shot = tmp_path / "dashboard-tenants.png"
+            assert browser.save_screenshot(str(shot))
+            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+        finally:
+            stop.set()
+            caller.join(WAIT_S)
+        assert not caller.is_alive() and failures == []

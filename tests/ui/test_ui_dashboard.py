@@ -323,9 +323,10 @@ def test_state_changes_need_the_token_and_a_matching_host_and_origin(
     assert ok.status_code == 200 and framework.services()[0].tier == "hardware"
 
 
-def test_the_workload_switch_drives_calls(framework: juggle.Framework, client: TestClient) -> None:
+def test_the_workload_switch_drives_calls(framework: juggle.Framework) -> None:
     import time
 
+    client = TestClient(create_app(framework, demo_controls=True))
     assert client.get("/api/workload").json()["running"] is False
     started = client.post("/api/workload", json={"on": True}).json()
     assert started["running"] is True and "mail" in started["calls"]
@@ -359,7 +360,17 @@ def test_live_sample_counts_calls_per_tier_and_region_holders(
         }
     ]
     assert first["regions"] == [
-        {"name": "prr0", "state": "EMPTY", "service_id": None, "module": None}
+        {
+            "name": "prr0",
+            "state": "EMPTY",
+            "design": None,
+            "service_id": None,
+            "module": None,
+            "tenant": None,
+            "device": None,
+            "holder": None,
+            "label": "empty",
+        }
     ]
     assert (first["juggles"], first["foreground"], first["controller"]) == (0, None, None)
     client.post("/api/juggle", json={"to_hardware": 1})
@@ -369,6 +380,8 @@ def test_live_sample_counts_calls_per_tier_and_region_holders(
     assert second["services"][0]["tier"] == "hardware"
     assert second["services"][0]["calls"] == {"hardware": 3, "native": 6}
     assert second["regions"][0]["service_id"] == 1 and second["regions"][0]["module"] == "tdes"
+    assert second["regions"][0]["holder"] == "service"
+    assert second["regions"][0]["label"] == "service 1 (tdes)"
     assert second["juggles"] == 1
 
 
@@ -382,7 +395,7 @@ def test_the_workload_switch_moves_the_focus_so_the_controller_juggles(
 
     framework.install(example_module("audio")).start()
     framework.set_controller(load_controller("foreground"))
-    app = create_app(framework, focus_every_s=0.05)
+    app = create_app(framework, focus_every_s=0.05, demo_controls=True)
     with TestClient(app) as test_client:
         assert test_client.post("/api/workload", json={"on": True}).json()["running"] is True
         assert app.state.focus.running

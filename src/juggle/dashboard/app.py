@@ -7,6 +7,13 @@ error ``{"error": message, "type": class name, ...}`` (plus the error's typed at
 as ``"service_id"``) with a status telling whose
 fault it is (404 unknown id in the path, 400 bad request, 409 the fabric's state refuses).
 Figures carry their kind: call durations are measured, fabric times are modeled.
+
+Besides the framework's snapshots it serves the tenants (``GET /api/tenants``), the WAIT /
+READY / PREEMPT signals told to them with their times (``GET /api/tenants/events``) and the
+charts' samples of the last ten minutes kept by the server (``GET /api/history``, see
+:mod:`juggle.dashboard.history`), so a page opened late draws what came before. The demo
+controls (the workload switch) exist only when asked for (``demo_controls``: ``juggle
+dashboard``, which owns its framework), never on the daemon's dashboard.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -31,8 +38,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict
 
 from juggle.core.controllers import load_controller
+from juggle.dashboard.history import LiveHistory
 from juggle.dashboard.metrics import metrics_registry
 from juggle.dashboard.page import PAGE
+from juggle.dashboard.tenants import TENANT_KINDS, region_holders, tenant_rows
 from juggle.errors import (
     ConfigurationError,
     FilterSyntaxError,
@@ -63,9 +72,12 @@ REPORT_KINDS = {
 #: Seconds between moves of the focus in ``juggle dashboard --workload demo``.
 DEMO_FOCUS_S = 5.0
 
-#: The kind of each figure of a live sample (``GET /api/live``): the host's monotonic clock
-#: and the calls counted by the runtime's tracing.
+#: The kind of each figure of a live sample (``GET /api/live``, ``GET /api/history``): the
+#: host's monotonic clock and the calls counted by the runtime's tracing.
 LIVE_KINDS = {"time_s": "measured", "services.*.calls": "measured", "juggles": "measured"}
+#: The kind of each figure of a tenant signal (``GET /api/tenants/events``): the arbiter's
+#: monotonic clock and the host's wall clock when the dashboard heard the signal.
+EVENT_KINDS = {"at_us": "measured", "time": "measured"}
 
 _UNKNOWN = (UnknownServiceError, UnknownModuleError, UnknownRegionError)
 _BAD_REQUEST = (TierUnavailableError, ServiceArgumentError, ConfigurationError, FilterSyntaxError)
@@ -190,12 +202,15 @@ class FocusRotation:
             self._thread = None
 
 
-def live_sample(framework: Framework) -> dict[str, Any]:
+def live_sample(framework: Framework, time_s: float | None = None) -> dict[str, Any]:
     """One sample of what the page's charts draw, read through ``framework``'s public API.
 
-    ``time_s`` is the host's monotonic clock when the sample was taken; each service carries
-    its tier and the calls it served so far per tier (a client derives calls/s from two
-    samples); each region the service and module holding it. ``kinds`` labels the figures.
+    ``time_s`` is the time of the sample (default: the host's monotonic clock now); each
+    service carries its tier and the calls it served so far per tier (a client derives
+    calls/s from two samples); each region its holder, as
+    :func:`~juggle.dashboard.tenants.region_holders` gives it (a juggle-placed service and
+    its module, or a tenant and its device, and a label naming it). ``kinds`` labels the
+    figures.
     """
     services = []
     for snap in framework.services():
@@ -209,15 +224,11 @@ def live_sample(framework: Framework) -> dict[str, Any]:
                     "calls": {tier: c.calls for tier, c in stats.per_tier.items()},
                 }
             )
-    regions = [
-        {"name": r.name, "state": r.state, "service_id": r.service_id, "module": r.module}
-        for r in framework.regions()
-    ]
     controller = framework.controller
     return {
-        "time_s": time.monotonic(),
+        "time_s": time.monotonic() if time_s is None else time_s,
         "services": services,
-        "regions": regions,
+        "regions": region_holders(framework),
         "juggles": framework.juggle_count,
         "foreground": framework.foreground,
         "controller": None if controller is None else controller.name,
@@ -262,6 +273,8 @@ def create_app(
     token: str | None = None,
     hosts: frozenset[str] | None = None,
     focus_every_s: float | None = None,
+    demo_controls: bool = False,
+    history: LiveHistory | None = None,
 ) -> FastAPI:
     """A FastAPI app serving ``framework``'s snapshots and commands (the caller owns it).
 
@@ -271,15 +284,34 @@ def create_app(
     ``Host`` header names another host is refused with 403. Without either (an app embedded in
     a program, or a test client) nothing is checked.
 
-    The workload switch (``POST /api/workload``) starts and stops background calls to the
-    services the :class:`~juggle.workload.Workload` knows; with ``focus_every_s`` it also
+    With ``demo_controls`` (a dashboard that owns its framework, as ``juggle dashboard``),
+    the workload switch (``GET``/``POST /api/workload``) starts and stops background calls to
+    the services the :class:`~juggle.workload.Workload` knows; with ``focus_every_s`` it also
     moves the focus among the workload's applications every that many seconds while it runs
-    (see :class:`FocusRotation`), so a controller such as ``foreground`` juggles.
+    (see :class:`FocusRotation`), so a controller such as ``foreground`` juggles. Without
+    (the default: the daemon's dashboard), there is no workload switch (404) and the page
+    shows no demo controls.
+
+    ``history`` keeps the charts' samples of the last minutes on the server (default: a
+    :class:`~juggle.dashboard.history.LiveHistory` sampling every second for ten minutes);
+    it samples while the app runs (its lifespan: uvicorn, or a ``TestClient`` used as a
+    context manager) and serves ``GET /api/history`` and ``GET /api/tenants/events``.
     """
-    app = FastAPI(title="juggle dashboard", docs_url=None, redoc_url=None)
+    keeper = LiveHistory(framework, live_sample) if history is None else history
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        keeper.start()
+        try:
+            yield
+        finally:
+            keeper.stop()
+
+    app = FastAPI(title="juggle dashboard", docs_url=None, redoc_url=None, lifespan=lifespan)
     registry = metrics_registry(framework)
     app.state.framework = framework
     app.state.metrics_registry = registry
+    app.state.history = keeper
 
     @app.middleware("http")
     async def _guard(request: Request, call_next: Any) -> Response:
@@ -350,26 +382,61 @@ def create_app(
         """Calls per service and tier so far, tiers and region holders: the charts' sample."""
         return to_json(live_sample(framework))
 
-    workload = Workload(framework)
+    @app.get("/api/view")
+    def view() -> Any:
+        """What the page shows: demo controls or not, and the history's period and span."""
+        return {
+            "demo_controls": demo_controls,
+            "history": {"period_s": keeper.period_s, "span_s": keeper.span_s},
+        }
+
+    @app.get("/api/history")
+    def history_samples(after: float | None = None) -> Any:
+        """The samples the server kept (the last ``span_s`` seconds), oldest first; with
+        ``?after=T``, those taken after ``time_s`` T only."""
+        return {
+            "period_s": keeper.period_s,
+            "span_s": keeper.span_s,
+            "samples": to_json(keeper.samples(after)),
+            "kinds": dict(LIVE_KINDS),
+        }
+
+    @app.get("/api/tenants")
+    def tenants() -> Any:
+        """Each tenant: priority, model, calls, waits, preemptions, unread signals, devices."""
+        return {"tenants": to_json(tenant_rows(framework)), "kinds": dict(TENANT_KINDS)}
+
+    @app.get("/api/tenants/events")
+    def tenant_events(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Any:
+        """The last ``limit`` WAIT / READY / PREEMPT signals told to tenants, oldest first,
+        each with the wall-clock ``time`` it was told."""
+        return {"events": to_json(keeper.events(limit)), "kinds": dict(EVENT_KINDS)}
+
+    workload = Workload(framework) if demo_controls else None
     app.state.workload = workload
     focus = None if focus_every_s is None else FocusRotation(framework, focus_every_s)
+    if workload is None:
+        focus = None  # no workload switch: nothing would start the rotation
     app.state.focus = focus
 
-    @app.get("/api/workload")
-    def workload_status() -> Any:
-        return to_json(workload.status())
+    if workload is not None:
+        calls = workload
 
-    @app.post("/api/workload")
-    def workload_switch(body: WorkloadRequest) -> Any:
-        if body.on:
-            apps = workload.start()
-            if focus is not None:
-                focus.start(apps)
-        else:
-            if focus is not None:
-                focus.stop()
-            workload.stop()
-        return to_json(workload.status())
+        @app.get("/api/workload")
+        def workload_status() -> Any:
+            return to_json(calls.status())
+
+        @app.post("/api/workload")
+        def workload_switch(body: WorkloadRequest) -> Any:
+            if body.on:
+                apps = calls.start()
+                if focus is not None:
+                    focus.start(apps)
+            else:
+                if focus is not None:
+                    focus.stop()
+                calls.stop()
+            return to_json(calls.status())
 
     @app.get("/api/juggles")
     def juggles(
@@ -378,13 +445,28 @@ def create_app(
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> Any:
         """A page of the juggle history, oldest first: the ``limit`` reports before the newest
-        ``offset`` ones. ``X-Juggle-Count`` holds the juggles made in all, ``X-Juggle-Kept``
-        how many the bounded history still holds."""
-        kept = framework.history()
+        ``offset`` ones, each with its ``number`` (1: the first juggle) and ``seen_at``, the
+        wall-clock time of the first history sample that saw it (null when none did).
+        ``X-Juggle-Count`` holds the juggles made in all, ``X-Juggle-Kept`` how many the
+        bounded history still holds."""
+        for _ in range(3):  # a juggle between the two reads shifts the numbers: read again
+            count = framework.juggle_count
+            kept = framework.history()
+            if framework.juggle_count == count:
+                break
+        first = count - len(kept) + 1
+        seen = keeper.juggle_times()
         end = max(0, len(kept) - offset)
-        response.headers["X-Juggle-Count"] = str(framework.juggle_count)
+        response.headers["X-Juggle-Count"] = str(count)
         response.headers["X-Juggle-Kept"] = str(len(kept))
-        return [_report(r) for r in kept[max(0, end - limit) : end]]
+        out = []
+        for index in range(max(0, end - limit), end):
+            row = _report(kept[index])
+            row["number"] = first + index
+            row["seen_at"] = seen.get(first + index)
+            row["kinds"]["seen_at"] = "measured"
+            out.append(row)
+        return out
 
     @app.get("/api/services/{service_id}/statistics")
     def statistics(
@@ -451,18 +533,29 @@ def make_server(
     token: str | None = None,
     access_log: bool = False,
     focus_every_s: float | None = None,
+    demo_controls: bool = False,
+    history: LiveHistory | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server of the dashboard of ``framework`` on ``host:port`` (not started);
     POSTs need ``token`` when given, and requests must name this host (see
     :func:`create_app`). ``access_log`` logs a line per request (off by default: the page
-    polls several endpoints every second); ``focus_every_s`` goes to :func:`create_app`."""
+    polls several endpoints every second); ``focus_every_s``, ``demo_controls`` and
+    ``history`` go to :func:`create_app`. The history samples while the server serves."""
     hosts = LOOPBACK_HOSTS | {host} if host not in ("0.0.0.0", "::") else None
+    app = create_app(
+        framework,
+        token=token,
+        hosts=hosts,
+        focus_every_s=focus_every_s,
+        demo_controls=demo_controls,
+        history=history,
+    )
     config = uvicorn.Config(
-        create_app(framework, token=token, hosts=hosts, focus_every_s=focus_every_s),
+        app,
         host=host,
         port=port,
         log_level=log_level,
-        lifespan="off",
+        lifespan="on",
         access_log=access_log,
     )
     return uvicorn.Server(config)
@@ -504,6 +597,7 @@ def serve(
             token=token,
             access_log=access_log,
             focus_every_s=DEMO_FOCUS_S if framework.controller is not None else None,
+            demo_controls=True,
         )
         state = cast(FastAPI, server.config.app).state
         calls: Workload = state.workload

@@ -1,11 +1,18 @@
 """Prometheus metrics of one Framework, read from its snapshots at every scrape.
 
 A :class:`FrameworkCollector` is a custom collector: it keeps no counters of its own, it turns
-the framework's frozen snapshots (services, regions, statistics, juggle reports) into metric
-families when Prometheus asks. Each dashboard app gets a private
+the framework's frozen snapshots (services, regions, statistics, juggle reports, tenants) into
+metric families when Prometheus asks. Each dashboard app gets a private
 :class:`~prometheus_client.CollectorRegistry` (:func:`metrics_registry`), never the global one,
 so two frameworks in one process never mix their figures. Call counts and durations are
 measured; reconfiguration time is modeled (simulated board clock); the help text says which.
+
+The tenant series follow Prometheus' naming conventions: ``juggle_tenant_calls_total{tenant}``
+(its calls to every service), ``juggle_tenant_waits_total{tenant,device}`` and
+``juggle_tenant_preemptions_total{tenant,device}`` (the arbiter's counters),
+``juggle_tenant_unread_signals{tenant}``, ``juggle_tenant_priority{tenant}``,
+``juggle_tenant_device_state{tenant,device,juggle_tenant_device_state}`` (a state set) and
+``juggle_region_holder_info{region,holder,tenant,device,service,module}``.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from prometheus_client.metrics_core import (
     StateSetMetricFamily,
 )
 
+from juggle.core.tenants import DeviceState
+from juggle.dashboard.tenants import region_holders, tenant_rows
 from juggle.errors import UnknownServiceError
 from juggle.fabric.region import RegionState
 from juggle.runtime import Framework, ServiceSnapshot, ServiceStatistics
@@ -38,10 +47,11 @@ class FrameworkCollector:
         self.framework = framework
 
     def collect(self) -> Iterator[Metric]:
-        """Yield every juggle metric family (service, region and juggle figures)."""
+        """Yield every juggle metric family (service, region, juggle and tenant figures)."""
         yield from self._services()
         yield from self._regions()
         yield from self._juggles()
+        yield from self._tenants()
 
     def _statistics(self) -> list[tuple[ServiceSnapshot, ServiceStatistics]]:
         out = []
@@ -101,7 +111,23 @@ class FrameworkCollector:
             )
             states = names if region.state in names else [*names, region.state]
             state.add_metric([region.name], {s: s == region.state for s in states})
-        yield from (info, state)
+        holder = InfoMetricFamily(
+            "juggle_region_holder",
+            "Who holds a fabric region: a juggle-placed service or a tenant's device.",
+            labels=["region"],
+        )
+        for h in region_holders(self.framework):
+            holder.add_metric(
+                [h["name"]],
+                {
+                    "holder": h["holder"] or "",
+                    "tenant": h["tenant"] or "",
+                    "device": h["device"] or "",
+                    "service": "" if h["service_id"] is None else str(h["service_id"]),
+                    "module": h["module"] or "",
+                },
+            )
+        yield from (info, state, holder)
 
     def _juggles(self) -> Iterator[Metric]:
         fw = self.framework
@@ -113,6 +139,51 @@ class FrameworkCollector:
             "Time spent reconfiguring regions by juggles (modeled: simulated board clock).",
             value=fw.reconfiguration_ms_total / 1e3,
         )
+
+    def _tenants(self) -> Iterator[Metric]:
+        calls = CounterMetricFamily(
+            "juggle_tenant_calls",
+            "Calls a tenant made to every service (measured).",
+            labels=["tenant"],
+        )
+        waits = CounterMetricFamily(
+            "juggle_tenant_waits",
+            "Times a tenant's virtual device was told to wait for a region (measured).",
+            labels=["tenant", "device"],
+        )
+        preemptions = CounterMetricFamily(
+            "juggle_tenant_preemptions",
+            "Times a tenant's virtual device was preempted (measured).",
+            labels=["tenant", "device"],
+        )
+        unread = GaugeMetricFamily(
+            "juggle_tenant_unread_signals",
+            "Signals told to a tenant it has not read yet.",
+            labels=["tenant"],
+        )
+        priority = GaugeMetricFamily(
+            "juggle_tenant_priority",
+            "A tenant's priority (input: the tenant policy; real-time tenants have the top one).",
+            labels=["tenant"],
+        )
+        state = StateSetMetricFamily(
+            "juggle_tenant_device_state",
+            "Where a tenant's virtual device stands with the allocator.",
+            labels=["tenant", "device"],
+        )
+        names = [s.value for s in DeviceState]
+        for row in tenant_rows(self.framework):
+            tenant = row["name"]
+            calls.add_metric([tenant], float(row["calls"]))
+            unread.add_metric([tenant], float(row["unread_signals"]))
+            priority.add_metric([tenant], float(row["priority"]))
+            for d in row["devices"]:
+                key = [tenant, d["device"]]
+                waits.add_metric(key, float(d["waits"]))
+                preemptions.add_metric(key, float(d["preemptions"]))
+                states = names if d["state"] in names else [*names, d["state"]]
+                state.add_metric(key, {s: s == d["state"] for s in states})
+        yield from (calls, waits, preemptions, unread, priority, state)
 
 
 def metrics_registry(framework: Framework) -> CollectorRegistry:

@@ -47,6 +47,7 @@ base's::
     ├── ControllerError  [controller, value]
     ├── DaemonError  [tenant, path]
     │   ├── AccessDeniedError (PermissionError)  [uid, operation, path]
+    │   ├── CertificateError (ConfigurationError)  [path, value]
     │   ├── DaemonIdentityError (PermissionError)  [uid, path, value]
     │   ├── DaemonUnavailableError (ConnectionError)  [path]
     │   │   └── DaemonShuttingDownError
@@ -1010,6 +1011,17 @@ class RemoteError(DaemonError):
     def __init__(self, message: str, *, remote_type: str = "") -> None:
         super().__init__(message)
         self.remote_type = remote_type
+
+
+class CertificateError(DaemonError, ConfigurationError):
+    """A TLS certificate, key or CA file (``path``) that cannot be read or used, a PKI
+    request that cannot be done (a CA folder that holds one already, a certificate ``kind``
+    or name ``value`` that is not allowed), or a TLS address (``value``) that is not
+    ``HOST:PORT`` or cannot be bound. Nothing was written."""
+
+    def __init__(self, message: str, *, path: str | None = None, value: Scalar = None) -> None:
+        super().__init__(message, path=path)
+        self.value = value
 
 
 class DashboardError(DaemonError, ConfigurationError):

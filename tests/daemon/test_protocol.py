@@ -303,6 +303,7 @@ def test_daemon_bench_quick_reports_its_figures() -> None:
     figures = daemon_bench(quick=True)
     assert set(figures) == {
         "daemon_call_us_p50",
+        "daemon_tls_call_us_p50",
         "daemon_ping_us_p50",
         "daemon_socket_floor_us_p50",
         "daemon_transparency_64k",

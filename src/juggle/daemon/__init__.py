@@ -10,7 +10,9 @@ connects with :func:`connect` and uses services as in process::
     enc.encrypt(buf, len(buf))          # in place, as in process
 
 Identity comes from the kernel (``SO_PEERCRED``) and a tenant policy (TOML); see
-``docs/daemon.md``.
+``docs/daemon.md``. Remote clients connect over mutual TLS
+(``connect(address="tls://HOST:PORT", tls=TlsClientConfig(cert, key, ca))``), known by their
+certificate's CN.
 """
 
 from juggle.daemon.client import (
@@ -23,6 +25,7 @@ from juggle.daemon.client import (
 )
 from juggle.daemon.paths import default_socket_path
 from juggle.daemon.server import Daemon
+from juggle.daemon.tls import CertificateError, TlsClientConfig, TlsServerConfig
 from juggle.errors import (
     AccessDeniedError,
     DaemonError,
@@ -40,6 +43,7 @@ from juggle.errors import (
 __all__ = [
     "DEFAULT_SHM_THRESHOLD",
     "AccessDeniedError",
+    "CertificateError",
     "Client",
     "Daemon",
     "DaemonError",
@@ -54,6 +58,8 @@ __all__ = [
     "RemoteProxy",
     "RemoteSignalChannel",
     "SharedBuffer",
+    "TlsClientConfig",
+    "TlsServerConfig",
     "UnsafePathError",
     "connect",
     "default_socket_path",

@@ -28,7 +28,8 @@ def parser() -> argparse.ArgumentParser:
     """The command line of the daemon."""
     p = argparse.ArgumentParser(
         prog="juggle daemon",
-        description="Own the fabric and serve juggle clients on a Unix socket.",
+        description="Own the fabric and serve juggle clients on a Unix socket (and, with "
+        "--tls, remote clients over mutual TLS).",
     )
     p.add_argument("--socket", type=Path, default=None, help="socket path (default: %(default)s)")
     p.add_argument("--state", type=Path, default=None, help="state directory (modules, policy)")
@@ -60,7 +61,42 @@ def parser() -> argparse.ArgumentParser:
         help="serve the dashboard and /metrics on HOST:PORT (HOST defaults to 127.0.0.1; "
         "POSTs need the admin token of STATE/dashboard-token); off by default",
     )
+    p.add_argument(
+        "--tls",
+        metavar="HOST:PORT",
+        default=None,
+        help="also serve remote clients over TCP with mutual TLS 1.3 on HOST:PORT (port 0: "
+        "any free port; the address bound is logged and written to STATE/tls-address); "
+        "needs --tls-cert, --tls-key and --tls-ca",
+    )
+    p.add_argument("--tls-cert", type=Path, default=None, help="the daemon's certificate (PEM)")
+    p.add_argument("--tls-key", type=Path, default=None, help="its private key (PEM)")
+    p.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=None,
+        help="the cluster CA certificate (PEM): clients must present a certificate it signed",
+    )
     return p
+
+
+def tls_config(args: argparse.Namespace) -> Any:
+    """The :class:`~juggle.daemon.tls.TlsServerConfig` of ``--tls*`` (None without
+    ``--tls``). Raises :class:`~juggle.daemon.tls.CertificateError` for a bad address, a
+    missing file option, or a file option without ``--tls``."""
+    from juggle.daemon.tls import CertificateError, TlsServerConfig, parse_tls_address
+
+    files = {"--tls-cert": args.tls_cert, "--tls-key": args.tls_key, "--tls-ca": args.tls_ca}
+    if args.tls is None:
+        given = [name for name, value in files.items() if value is not None]
+        if given:
+            raise CertificateError(f"{given[0]} needs --tls HOST:PORT", value=given[0])
+        return None
+    host, port = parse_tls_address(args.tls)
+    missing = [name for name, value in files.items() if value is None]
+    if missing:
+        raise CertificateError(f"--tls needs {', '.join(missing)}", value=missing[0])
+    return TlsServerConfig(host, port, args.tls_cert, args.tls_key, args.tls_ca)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             workers=args.workers,
             dashboard=dashboard,
             framework_options=framework_options,
+            tls=tls_config(args),
             **({} if args.spin_us is None else {"spin_us": args.spin_us}),
         )
         return daemon.run()

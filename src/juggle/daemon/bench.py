@@ -7,6 +7,9 @@ temporary socket and this process as its client:
   (``math.AddService.add(1, 2)`` on its software tier): the client's encoding, the socket both
   ways, the connection's reader thread in the daemon (a lone caller's call runs there) and the
   in-process proxy call. Target <= 50.
+- ``daemon_tls_call_us_p50``: the same call as ``daemon_call_us_p50`` by a remote client over
+  TCP (loopback) with mutual TLS 1.3 (:mod:`juggle.daemon.tls`) to the same daemon: TCP instead
+  of the Unix socket, and each frame sealed and unsealed both ways. Target <= 150.
 - ``daemon_ping_us_p50``: median round trip of a protocol ``ping`` (answered by the
   connection's reader thread, no proxy): the floor under every call.
 - ``daemon_socket_floor_us_p50``: median round trip of 32 bytes through a Unix socket pair
@@ -33,6 +36,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from juggle.daemon.tls import TlsClientConfig
 
 __all__ = ["daemon_bench"]
 
@@ -73,6 +78,21 @@ def _module(root: Path, name: str, interface: str, cls: str) -> Path:
     (folder / "juggle.toml").write_text(_MODULE.format(name=name, interface=interface, cls=cls))
     (folder / "bench_code.py").write_text(_CODE)
     return folder
+
+
+def _pki(root: Path) -> TlsClientConfig:
+    """A cluster CA, the daemon's node certificate and an admin's client certificate under
+    ``root``, and the policy (``root/policy.toml``: this uid and CN ``bench`` are admins); the
+    client's TLS configuration."""
+    from juggle.cluster.pki import create_ca, issue
+
+    create_ca(root / "ca")
+    issue(root / "ca", "node", "node", root / "node")
+    mine = issue(root / "ca", "bench", "tenant", root / "bench")
+    (root / "policy.toml").write_text(
+        f'version = 1\nadmin_uids = [{os.getuid()}]\nadmin_cns = ["bench"]\n'
+    )
+    return TlsClientConfig(mine.cert, mine.key, mine.ca)
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
@@ -171,9 +191,13 @@ def daemon_bench(quick: bool = False, spin_us: float | None = None) -> dict[str,
         add = _module(root, "benchadd", "math.AddService", "SoftwareAdd")
         tdes = _module(root, "benchtdes", "crypto.EncryptionService", "NativeTDES")
         sock = root / "d.sock"
+        tls = _pki(root)
         proc = subprocess.Popen(
             [sys.executable, "-m", "juggle.daemon", "--socket", str(sock), "--state",
-             str(root / "state"), "--log-level", "WARNING", "--spin-us", str(spin)],
+             str(root / "state"), "--log-level", "WARNING", "--spin-us", str(spin),
+             "--policy", str(root / "policy.toml"), "--tls", "127.0.0.1:0",
+             "--tls-cert", str(root / "node" / "node.crt"),
+             "--tls-key", str(root / "node" / "node.key"), "--tls-ca", str(tls.ca)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -190,6 +214,12 @@ def daemon_bench(quick: bool = False, spin_us: float | None = None) -> dict[str,
             for _ in range(calls // 10):
                 adder.add(1, 2)  # warm up (connections, pool threads, caches)
             call_us = _median_us(lambda: adder.add(1, 2), calls)
+            address = (root / "state" / "tls-address").read_text().strip()
+            with connect(address=f"tls://{address}", tls=tls, spin_us=spin) as remote:
+                remote_adder = remote.get_service("math.AddService")
+                for _ in range(calls // 10):
+                    remote_adder.add(1, 2)
+                tls_call_us = _median_us(lambda: remote_adder.add(1, 2), calls)
             ping_us = _median_us(client.ping, calls)
             floor_us = _socket_floor_us(calls)
             fw.install(tdes).start()
@@ -205,6 +235,7 @@ def daemon_bench(quick: bool = False, spin_us: float | None = None) -> dict[str,
             )
         return {
             "daemon_call_us_p50": call_us,
+            "daemon_tls_call_us_p50": tls_call_us,
             "daemon_ping_us_p50": ping_us,
             "daemon_socket_floor_us_p50": floor_us,
             "daemon_transparency_64k": shm_ratio,

@@ -33,6 +33,7 @@ import itertools
 import mmap
 import os
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -55,6 +56,15 @@ from juggle.daemon.protocol import (
     unpack,
 )
 from juggle.daemon.spin import DEFAULT_SPIN_US, ReadWait, Spinner, check_spin_us
+from juggle.daemon.tls import (
+    CertificateError,
+    TlsClientConfig,
+    TlsSession,
+    client_context,
+    client_handshake,
+    denied,
+    parse_tls_address,
+)
 from juggle.errors import (
     AccessDeniedError,
     DaemonIdentityError,
@@ -94,6 +104,8 @@ _ANCILLARY = socket.CMSG_SPACE(_MAX_FDS * 4)
 _MSG_CTRUNC = int(getattr(socket, "MSG_CTRUNC", 0))  # a plain int: IntFlag's & is slow
 #: Argument types sent as they are (no buffer handling).
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
+#: The scheme of a daemon's TLS address.
+TLS_SCHEME = "tls://"
 
 
 # -- one connection --------------------------------------------------------------------------
@@ -154,9 +166,11 @@ class _Link:
         client: Client,
         sock: socket.socket,
         timeout: float,
+        tls: TlsSession | None = None,
     ) -> None:
         self._client = client
         self.sock = sock
+        self.tls = tls
         self._send_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
@@ -168,7 +182,7 @@ class _Link:
         self.error: JuggleError | None = None
         self.segments: dict[int, _Segment] = {}
         self._free: list[_Segment] = []
-        self.shm_ok = True
+        self.shm_ok = tls is None  # a TLS connection carries no descriptors: calls copy
         self.hello = self._read_hello(timeout)
         self.max_frame = int(self.hello.get("max_frame", DEFAULT_MAX_FRAME))
         self._decoder.max_frame = max(self.max_frame, DEFAULT_MAX_FRAME)
@@ -183,7 +197,17 @@ class _Link:
     # -- receiving -------------------------------------------------------------------------
 
     def _recv(self) -> bool:
-        """Read once from the socket into the backlog of payloads; False at end of stream."""
+        """Read once from the socket into the backlog of payloads; False at end of stream.
+        (On TLS, all the plaintext the bytes read complete: maybe none yet.)"""
+        tls = self.tls
+        if tls is not None:
+            raw = self.sock.recv(_RECV)
+            if not raw:
+                return False
+            data = tls.unseal(raw)
+            if data:
+                self._backlog.extend(self._decoder.feed(data))
+            return True
         data, ancdata, flags, _ = self.sock.recvmsg(_RECV, _ANCILLARY)
         if ancdata:
             for level, kind, cdata in ancdata:
@@ -205,16 +229,18 @@ class _Link:
                 if not self._recv():
                     raise DaemonUnavailableError(
                         "the daemon closed the connection before greeting",
-                        path=str(self._client.path),
+                        path=self._client.where,
                     )
         except TimeoutError:
             raise DaemonUnavailableError(
-                f"the daemon at {self._client.path} did not greet within {timeout} s",
-                path=str(self._client.path),
+                f"the daemon at {self._client.where} did not greet within {timeout} s",
+                path=self._client.where,
             ) from None
+        except ssl.SSLError as exc:  # TLS 1.3: the daemon refuses a certificate after ours
+            raise denied(exc, self._client.where) from None
         except OSError as exc:
             raise DaemonUnavailableError(
-                f"connection to {self._client.path} failed: {exc}", path=str(self._client.path)
+                f"connection to {self._client.where} failed: {exc}", path=self._client.where
             ) from None
         message = unpack(self._backlog.popleft(), trusted=True)
         if "err" in message:
@@ -368,10 +394,10 @@ class _Link:
                 error
                 if isinstance(error, DaemonUnavailableError)
                 else DaemonUnavailableError(
-                    f"the connection to the daemon at {self._client.path} dropped"
+                    f"the connection to the daemon at {self._client.where} dropped"
                     + (f" ({error})" if error is not None else "")
                     + "; the call may or may not have run",
-                    path=str(self._client.path),
+                    path=self._client.where,
                 )
             )
             p.done = True
@@ -394,8 +420,8 @@ class _Link:
         with self._state_lock:
             if not self.alive:
                 raise DaemonUnavailableError(
-                    f"not connected to the daemon at {self._client.path}",
-                    path=str(self._client.path),
+                    f"not connected to the daemon at {self._client.where}",
+                    path=self._client.where,
                 )
             request_id = next(self._ids)
             self._pending[request_id] = pending
@@ -409,7 +435,8 @@ class _Link:
             raise JuggleError(f"the request cannot travel to the daemon: {exc}") from None
         try:
             with self._send_lock:
-                self.sock.sendall(data)
+                tls = self.tls
+                self.sock.sendall(data if tls is None else tls.seal(data))
         except OSError:
             with contextlib.suppress(OSError):
                 self.sock.shutdown(socket.SHUT_RDWR)  # the reader ends and fails the request
@@ -417,7 +444,7 @@ class _Link:
             with self._state_lock:
                 self._pending.pop(request_id, None)
             raise DaemonUnavailableError(
-                f"no reply from the daemon within {timeout} s", path=str(self._client.path)
+                f"no reply from the daemon within {timeout} s", path=self._client.where
             )
         if pending.error is not None:
             if pending.fd is not None:
@@ -444,7 +471,14 @@ class _Link:
     # -- shared memory ---------------------------------------------------------------------
 
     def new_segment(self, size: int, timeout: float | None) -> _Segment:
-        """A fresh segment of ``size`` bytes from the daemon."""
+        """A fresh segment of ``size`` bytes from the daemon. Raises :class:`ProtocolError`
+        over TLS (a TCP connection carries no descriptors)."""
+        if self.tls is not None:
+            raise ProtocolError(
+                f"no shared memory with the daemon at {self._client.where} over TLS: pass "
+                "bytearrays (they travel in the frames)",
+                operation="segment",
+            )
         answered = self.request({"op": "segment", "size": size}, timeout)
         assert answered.reply is not None
         info = answered.reply["ok"]
@@ -677,7 +711,7 @@ class RemoteProxy:
     def __repr__(self) -> str:
         return (
             f"<{type(self).__name__} service {self.service_id} for {self.consumer!r} "
-            f"through {self._client.path}>"
+            f"through {self._client.where}>"
         )
 
 
@@ -733,10 +767,34 @@ class Client:
         shm_threshold: int = DEFAULT_SHM_THRESHOLD,
         spin_us: float = DEFAULT_SPIN_US,
         daemon_uid: int | str | None = None,
+        address: str | None = None,
+        tls: TlsClientConfig | None = None,
     ) -> None:
         self.spin_us = check_spin_us(spin_us)
-        self.path = Path(path) if path is not None else default_socket_path()
-        self.daemon_uid = expected_daemon_uid(daemon_uid)
+        self.address: tuple[str, int] | None = None
+        self._tls_context: ssl.SSLContext | None = None
+        self.path: Path | None
+        self.daemon_uid: int | None
+        if address is not None or tls is not None:
+            if path is not None:
+                raise CertificateError(
+                    f"give a socket path ({path}) or a TLS address, not both", value=str(path)
+                )
+            if address is None or tls is None or not address.startswith(TLS_SCHEME):
+                raise CertificateError(
+                    f"a remote daemon needs address='tls://HOST:PORT' and tls=TlsClientConfig; "
+                    f"got address={address!r}",
+                    value=address,
+                )
+            self.address = parse_tls_address(address[len(TLS_SCHEME) :])
+            self._tls_context = client_context(tls)
+            self.where = address
+            self.path = None
+            self.daemon_uid = None
+        else:
+            self.path = Path(path) if path is not None else default_socket_path()
+            self.where = str(self.path)
+            self.daemon_uid = expected_daemon_uid(daemon_uid)
         self.retry = retry
         self.timeout = timeout
         self.call_timeout = call_timeout
@@ -781,8 +839,8 @@ class Client:
                     if isinstance(exc, DaemonUnavailableError):
                         raise
                     raise DaemonUnavailableError(
-                        f"no juggle daemon listens on {self.path}: {exc.strerror or exc}",
-                        path=str(self.path),
+                        f"no juggle daemon listens on {self.where}: {exc.strerror or exc}",
+                        path=self.where,
                     ) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
@@ -793,6 +851,7 @@ class Client:
         folder). Raises :class:`DaemonIdentityError` naming both uids and the peer's pid."""
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         pid, uid, _gid = struct.unpack("3i", raw)
+        assert self.path is not None
         if self.daemon_uid is not None:
             expected = {self.daemon_uid}
         else:
@@ -802,14 +861,39 @@ class Client:
         if uid not in expected:
             wanted = " or ".join(str(u) for u in sorted(expected))
             raise DaemonIdentityError(
-                f"the process listening on {self.path} (pid {pid}) runs as uid {uid}, not as "
+                f"the process listening on {self.where} (pid {pid}) runs as uid {uid}, not as "
                 f"the expected daemon uid {wanted}: refused, nothing was sent to it (set the "
                 "daemon's uid with daemon_uid=, $JUGGLE_DAEMON_UID or --daemon-uid)",
                 uid=uid,
-                path=str(self.path),
+                path=self.where,
             )
 
+    def _try_open_tls(self) -> _Link:
+        """Connect over TCP, run the TLS handshake (the daemon's certificate verified against
+        the CA and its host name: no process but the daemon holding its key gets a byte of a
+        request), read the greeting."""
+        assert self.address is not None and self._tls_context is not None
+        host, port = self.address
+        try:
+            sock = socket.create_connection((host, port), timeout=self.timeout)
+        except ConnectionRefusedError:
+            raise
+        except OSError as exc:
+            raise DaemonUnavailableError(
+                f"cannot connect to {self.where}: {exc}", path=self.where
+            ) from None
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            session = client_handshake(sock, self._tls_context, host, self.where)
+            return _Link(self, sock, self.timeout, session)
+        except BaseException:
+            sock.close()
+            raise
+
     def _try_open(self) -> _Link:
+        if self.address is not None:
+            return self._try_open_tls()
+        assert self.path is not None
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
@@ -817,7 +901,7 @@ class Client:
         except PermissionError:
             sock.close()
             raise AccessDeniedError(
-                f"no permission to connect to {self.path} (socket file mode)", path=str(self.path)
+                f"no permission to connect to {self.where} (socket file mode)", path=self.where
             ) from None
         except (FileNotFoundError, ConnectionRefusedError):
             sock.close()
@@ -825,7 +909,7 @@ class Client:
         except OSError as exc:
             sock.close()
             raise DaemonUnavailableError(
-                f"cannot connect to {self.path}: {exc}", path=str(self.path)
+                f"cannot connect to {self.where}: {exc}", path=self.where
             ) from None
         try:
             self._check_daemon(sock)  # before a byte is sent, or the greeting read
@@ -847,13 +931,13 @@ class Client:
             return link  # the usual case, without the lock
         with self._lock:
             if self._closed:
-                raise DaemonUnavailableError("the client is closed", path=str(self.path))
+                raise DaemonUnavailableError("the client is closed", path=self.where)
             link = self._link
             if link is not None and (link.poll_alive() if self.retry else link.alive):
                 return link
             if not self.retry:
                 raise DaemonUnavailableError(
-                    f"the connection to the daemon at {self.path} dropped", path=str(self.path)
+                    f"the connection to the daemon at {self.where} dropped", path=self.where
                 )
             if link is not None:
                 link.close()
@@ -902,7 +986,9 @@ class Client:
         return False
 
     def buffer(self, size: int) -> SharedBuffer:
-        """``size`` bytes shared with the daemon: calls work on it in place, without copies."""
+        """``size`` bytes shared with the daemon: calls work on it in place, without copies.
+        Raises :class:`ProtocolError` over TLS (no shared memory with a remote daemon: pass
+        bytearrays, they travel in the frames)."""
         if size <= 0:
             raise JuggleError(f'"size" must be > 0, got {size!r}')
         link = self._current_link()
@@ -1011,7 +1097,7 @@ class Client:
 
     def __repr__(self) -> str:
         state = "connected" if self.connected else "disconnected"
-        return f"<juggle Client {self.name!r} {state} to {self.path}>"
+        return f"<juggle Client {self.name!r} {state} to {self.where}>"
 
 
 def connect(
@@ -1023,6 +1109,8 @@ def connect(
     shm_threshold: int = DEFAULT_SHM_THRESHOLD,
     spin_us: float = DEFAULT_SPIN_US,
     daemon_uid: int | str | None = None,
+    address: str | None = None,
+    tls: TlsClientConfig | None = None,
 ) -> Client:
     """Connect to the juggle daemon at ``path`` (default: ``$JUGGLE_SOCKET``, else
     ``$XDG_RUNTIME_DIR/juggle/juggle.sock``, else ``/run/juggle/juggle.sock``).
@@ -1040,6 +1128,16 @@ def connect(
     listening process's credentials (``SO_PEERCRED``) at every connect, before it sends a
     byte, and raises :class:`DaemonIdentityError` (naming both uids and the pid) for another:
     a process that took the socket path is never sent a request, a key or a buffer.
+
+    ``address="tls://HOST:PORT"`` with ``tls`` (a :class:`~juggle.daemon.tls.TlsClientConfig`:
+    this client's certificate and key, and the cluster CA) connects to a daemon's TLS
+    listener instead (no ``path``): TLS 1.3, the daemon's certificate verified against the CA
+    and HOST, this client known by its certificate's CN. Same API; no shared memory (buffers
+    travel in the frames; :meth:`Client.buffer` raises :class:`ProtocolError`). Raises
+    :class:`AccessDeniedError` naming ssl's reason when the handshake fails (either side's
+    certificate refused) or the CN maps to no tenant, :class:`DaemonUnavailableError` when
+    nothing listens, :class:`~juggle.daemon.tls.CertificateError` for unusable files or an
+    address that is not ``tls://HOST:PORT``.
     """
     return Client(
         path,
@@ -1049,6 +1147,8 @@ def connect(
         shm_threshold=shm_threshold,
         spin_us=spin_us,
         daemon_uid=daemon_uid,
+        address=address,
+        tls=tls,
     )
 
 

@@ -7,6 +7,7 @@ is TOML, validated with pydantic::
     version = 1
     admin_group = "juggle-admin"     # name or gid: its members may run admin operations
     admin_uids = [0]                 # uids (or user names) that are admins too
+    admin_cns = ["ops"]              # client certificate CNs (TLS) that are admins too
     socket_group = "juggle"          # the socket is chown'ed to it, mode 0660
     socket_mode = "0660"             # "0600", "0660" or "0666" (identity is checked anyway)
 
@@ -14,6 +15,7 @@ is TOML, validated with pydantic::
     name = "alice"                   # the tenant (consumer) name; [A-Za-z0-9_.-], 1..64
     uids = [1000, "bob"]             # uids or user names mapped to it
     groups = ["video"]               # or groups (names or gids); uids are matched first
+    cert_cn = "alice"                # or (TLS) the client certificate's subject CN
     priority = 1                     # 0..2, or realtime = true
     model = "aware"                  # "native" (calls block) or "aware" (WaitSignal)
     services = "(algorithm=tdes)"    # LDAP filter on service properties (default: all)
@@ -29,8 +31,10 @@ is TOML, validated with pydantic::
     tenant_max_connections = 56      # each tenant, unless its entry says otherwise
 
 A peer matched by no tenant is refused, unless it is an admin (then it connects as
-``admin:<user>``, a consumer that is no tenant). Without a policy file only the daemon's own
-uid may connect, as admin, under its user name.
+``admin:<user>``, or ``admin:<cn>`` over TLS, a consumer that is no tenant). Over TLS
+(:mod:`juggle.daemon.tls`) identity is the subject CN of the client certificate the handshake
+verified against the cluster CA, mapped by ``cert_cn`` and ``admin_cns``. Without a policy
+file only the daemon's own uid may connect, as admin, under its user name (and no TLS peer).
 
 Service state (a loaded key) belongs to the tenant that set it: another tenant's calls never use
 it, connected or not. ``share_state`` names a group: the tenants that name the same group use
@@ -75,6 +79,8 @@ MAX_POLICY_BYTES = 1 << 20
 #: ``SO_PEERGROUPS`` (Linux >= 4.13); Python's socket module may not name it.
 SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+#: A certificate's subject CN the policy may name (``cert_cn``, ``admin_cns``).
+_CN = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _SOCKET_MODES = {"0600": 0o600, "0660": 0o660, "0666": 0o666}
 
 
@@ -125,12 +131,20 @@ class TenantRule(BaseModel):
     max_frame_bytes: int | None = Field(default=None, ge=1 << 10, le=1 << 31)
     admin: bool = False
     share_state: str | None = None
+    cert_cn: str | None = None
 
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
         if not _NAME.match(value):
             raise ValueError(f"tenant name {value!r} must match [A-Za-z0-9_.-]{{1,64}}")
+        return value
+
+    @field_validator("cert_cn")
+    @classmethod
+    def _cert_cn(cls, value: str | None) -> str | None:
+        if value is not None and not _CN.match(value):
+            raise ValueError(f"cert_cn {value!r} must match [A-Za-z0-9_.@-]{{1,64}}")
         return value
 
     @field_validator("share_state")
@@ -162,8 +176,8 @@ class TenantRule(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> TenantRule:
-        if not self.uids and not self.groups:
-            raise ValueError(f"tenant {self.name!r} maps no uids and no groups")
+        if not self.uids and not self.groups and self.cert_cn is None:
+            raise ValueError(f"tenant {self.name!r} maps no uids, no groups and no cert_cn")
         if self.realtime and self.priority is not None:
             raise ValueError(f"tenant {self.name!r}: realtime takes no priority")
         return self
@@ -281,6 +295,7 @@ class PolicyFile(BaseModel):
     version: Literal[1] = 1
     admin_group: int | str | None = None
     admin_uids: tuple[int | str, ...] = ()
+    admin_cns: tuple[str, ...] = ()
     socket_group: int | str | None = None
     socket_mode: Literal["0600", "0660", "0666"] | None = None
     tenants: tuple[TenantRule, ...] = ()
@@ -290,6 +305,14 @@ class PolicyFile(BaseModel):
     @classmethod
     def _group(cls, value: int | str | None) -> int | None:
         return None if value is None else _gid_of(value)
+
+    @field_validator("admin_cns")
+    @classmethod
+    def _admin_cns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for cn in value:
+            if not _CN.match(cn):
+                raise ValueError(f"admin CN {cn!r} must match [A-Za-z0-9_.@-]{{1,64}}")
+        return value
 
     @field_validator("admin_uids")
     @classmethod
@@ -302,6 +325,10 @@ class PolicyFile(BaseModel):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"tenant name(s) given twice: {', '.join(duplicates)}")
+        cns = [t.cert_cn for t in self.tenants if t.cert_cn is not None]
+        twice = sorted({c for c in cns if cns.count(c) > 1})
+        if twice:
+            raise ValueError(f"cert_cn(s) mapped to two tenants: {', '.join(twice)}")
         return self
 
 
@@ -367,6 +394,7 @@ class Identity:
     max_queued_bytes: int | None = None
     max_frame_bytes: int | None = None
     share_state: str | None = None  # the state-sharing group of the tenant (None: its own)
+    cert_cn: str | None = None  # the client certificate's CN of a TLS connection (uid -1)
 
 
 class AccessPolicy:
@@ -486,6 +514,28 @@ class AccessPolicy:
             if not admin:
                 return None
             return Identity(f"admin:{user_name(uid)}", False, True, uid, gid, pid)
+        return self._tenant(rule, admin, uid, gid, pid)
+
+    def identify_cert(self, cn: str | None) -> Identity | None:
+        """The identity of a TLS peer whose verified client certificate has subject CN
+        ``cn``: the tenant whose ``cert_cn`` it is (an admin too when ``admin_cns`` names
+        it), else ``admin:<cn>`` when ``admin_cns`` names it; None when the policy refuses it
+        (no CN, no policy file, or a CN it maps to nothing). Uid, gid and pid are -1."""
+        if cn is None or self.file is None:
+            return None
+        policy = self.file
+        admin = cn in policy.admin_cns
+        rule = next((t for t in policy.tenants if t.cert_cn == cn), None)
+        if rule is None:
+            if not admin:
+                return None
+            return Identity(f"admin:{cn}", False, True, -1, -1, -1, cert_cn=cn)
+        return self._tenant(rule, admin, -1, -1, -1, cn)
+
+    @staticmethod
+    def _tenant(
+        rule: TenantRule, admin: bool, uid: int, gid: int, pid: int, cn: str | None = None
+    ) -> Identity:
         return Identity(
             rule.name,
             True,
@@ -503,4 +553,5 @@ class AccessPolicy:
             max_queued_bytes=rule.max_queued_bytes,
             max_frame_bytes=rule.max_frame_bytes,
             share_state=rule.share_state,
+            cert_cn=cn,
         )

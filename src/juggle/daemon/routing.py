@@ -65,6 +65,7 @@ class RequestRouter:
         self.admin = ThreadPoolExecutor(ADMIN_WORKERS, thread_name_prefix="juggle-admin")
         self.closing = False
         self.active = 0  # requests running in the daemon
+        self.started = 0  # requests started since start (under _count_lock)
         self._count_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._idle: asyncio.Event | None = None
@@ -120,6 +121,7 @@ class RequestRouter:
                 if self.closing:  # checked again where the shutdown counts the running
                     raise DaemonShuttingDownError(_SHUTTING_DOWN)
                 self.active += 1
+                self.started += 1
         except Exception as exc:
             conn.send({"v": PROTOCOL_VERSION, "id": msg["id"], "err": error_to_wire(exc)})
             return

@@ -1,5 +1,6 @@
 """The juggle daemon: one process owns the Framework and the fabric; clients talk to it over a
-Unix socket, each as the tenant the kernel says it is.
+Unix socket, each as the tenant the kernel says it is, and (``tls``) over TCP with mutual TLS,
+each as the tenant its client certificate names.
 
 :class:`Daemon` wires the parts, each with one job:
 
@@ -22,6 +23,15 @@ as its identity's consumer: proxies are ``fw.get_service(..., consumer=<tenant>)
 reaches only its own virtual devices, contexts, signals and statistics. It uses the framework
 through its public API only.
 
+Remote clients (``tls``, :mod:`juggle.daemon.tls`). A TCP listener beside the Unix socket: a
+peer's TLS handshake runs from the event loop without blocking it and must finish within
+:data:`~juggle.daemon.tls.HANDSHAKE_TIMEOUT_S`; peers in their handshake count against the
+daemon's ``max_connections``. The handshake requires a client certificate signed by the cluster
+CA (TLS 1.3), so an expired, self-signed or other CA's certificate is refused before any frame
+is read; the certificate's subject CN is then mapped by the policy (``cert_cn``, ``admin_cns``)
+and admitted as on the Unix socket (same frames, limits, quotas and identity rules). A TLS
+connection gets no shared-memory segments: its buffers travel in the frames.
+
 Limits. Connections, segments, the descriptors they keep and the reply bytes queued for
 clients that do not read are counted per tenant and in all against the policy's ``[limits]``
 (defaults from ``RLIMIT_NOFILE``, see :class:`~juggle.daemon.policy.Limits`): past one, the
@@ -38,6 +48,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import threading
 import time
 from pathlib import Path
@@ -45,14 +56,16 @@ from typing import Any
 
 from juggle.daemon.dashboard import DashboardServer, admin_token
 from juggle.daemon.operations import OPERATIONS
-from juggle.daemon.policy import AccessPolicy, PeerCredentials, peer_credentials
+from juggle.daemon.policy import AccessPolicy, Identity, PeerCredentials, peer_credentials
 from juggle.daemon.protocol import DEFAULT_MAX_FRAME, PROTOCOL_VERSION, error_to_wire, frame, pack
 from juggle.daemon.quotas import Accounts, nofile
 from juggle.daemon.routing import RequestRouter
-from juggle.daemon.safefs import bind_unix_socket
+from juggle.daemon.safefs import bind_unix_socket, replace_file
 from juggle.daemon.sessions import Connection, Sessions
 from juggle.daemon.spin import DEFAULT_SPIN_US, check_spin_us
 from juggle.daemon.state import ModuleEntry, StateDir
+from juggle.daemon.tls import CertificateError, ServerHandshake, TlsServerConfig, TlsSession
+from juggle.daemon.tls import server_context as tls_server_context
 from juggle.daemon.transport import Listener, Poller, Reader
 from juggle.errors import (
     AccessDeniedError,
@@ -63,7 +76,7 @@ from juggle.errors import (
 )
 from juggle.runtime import Framework
 
-__all__ = ["DEFAULT_DRAIN_S", "DEFAULT_WORKERS", "Daemon"]
+__all__ = ["DEFAULT_DRAIN_S", "DEFAULT_WORKERS", "TLS_ADDRESS_FILE", "Daemon"]
 
 log = logging.getLogger("juggle.daemon")
 
@@ -71,6 +84,8 @@ log = logging.getLogger("juggle.daemon")
 DEFAULT_WORKERS = 32
 #: How long a SIGTERM waits for running calls before closing anyway.
 DEFAULT_DRAIN_S = 30.0
+#: The file of the state directory the TLS listener's bound ``HOST:PORT`` is written to.
+TLS_ADDRESS_FILE = "tls-address"
 
 
 class Daemon:
@@ -83,7 +98,9 @@ class Daemon:
     :class:`~juggle.Framework`. ``dashboard`` ``(host, port)`` serves the dashboard and
     ``/metrics`` of the daemon's framework there (see :mod:`juggle.daemon.dashboard`).
     ``spin_us`` bounds how long a reader thread polls for the next request before it blocks
-    (raises :class:`~juggle.errors.SpinLimitError` outside 0..1000).
+    (raises :class:`~juggle.errors.SpinLimitError` outside 0..1000). ``tls`` adds a TCP
+    listener with mutual TLS (see the module doc; its bound address is :attr:`tls_address`
+    once serving, and in ``STATE/tls-address``).
     """
 
     def __init__(
@@ -100,8 +117,19 @@ class Daemon:
         framework_options: dict[str, Any] | None = None,
         dashboard: tuple[str, int] | None = None,
         spin_us: float = DEFAULT_SPIN_US,
+        tls: TlsServerConfig | None = None,
     ) -> None:
         self.spin_us = check_spin_us(spin_us)
+        self.tls = tls
+        self.tls_address: tuple[str, int] | None = None
+        self._tls_context: ssl.SSLContext | None = None
+        self._tls_sock: socket.socket | None = None
+        self._tls_listener: Listener | None = None
+        self._handshakes: dict[socket.socket, tuple[ServerHandshake, str]] = {}
+        #: TLS peers refused at their handshake (a bad certificate, a timeout), since start
+        self.tls_refused = 0
+        #: connections admitted (given a reader thread), since start
+        self.admitted = 0
         self._spin_gate = threading.Lock()  # one reader thread spins at a time
         self.socket_path = Path(socket_path)
         self.state = StateDir(state_dir)
@@ -150,11 +178,44 @@ class Daemon:
                 log.info("module %s reinstalled from %s", module.name, entry.path)
             except JuggleError as exc:
                 log.error("module %s could not be reinstalled: %s", entry.path, exc)
+        if self.tls is not None:
+            self._bind_tls(self.tls)
         if self.dashboard_address is not None:
             host, port = self.dashboard_address
             token = admin_token(self.state.root)
             self.dashboard = DashboardServer(self.fw, host, port, token)
             self.dashboard.start()
+
+    def _bind_tls(self, config: TlsServerConfig) -> None:
+        """Make the TLS context (raises :class:`CertificateError` naming a file it cannot
+        use) and bind the TCP listener (raises it naming an address it cannot bind)."""
+        self._tls_context = tls_server_context(config.cert, config.key, config.ca)
+        where = f"{config.host}:{config.port}"
+        try:
+            infos = socket.getaddrinfo(
+                config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )
+            family, _, _, _, address = infos[0]
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except OSError as exc:
+            raise CertificateError(
+                f"cannot listen on TLS address {where}: {exc}", value=where
+            ) from None
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+            sock.listen(128)
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            raise CertificateError(
+                f"cannot listen on TLS address {where}: {exc.strerror or exc}", value=where
+            ) from None
+        host, port = sock.getsockname()[:2]
+        self._tls_sock = sock
+        self.tls_address = (host, port)
+        text = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        replace_file(self.state.root / TLS_ADDRESS_FILE, f"{text}\n".encode())
 
     def framework(self) -> Framework:
         """The daemon's framework. Raises :class:`DaemonError` before :meth:`prepare`."""
@@ -168,11 +229,17 @@ class Daemon:
             self.prepare()
         except JuggleError as exc:
             log.error("%s", exc)
+            self._close_tls()
             self._stop_dashboard()
             self._close_framework()
             self._poller.close()
             self.state.unlock()
             return 1
+        return self.serve_prepared()
+
+    def serve_prepared(self) -> int:
+        """Serve (after :meth:`prepare`) until :meth:`stop` / :meth:`stop_threadsafe` or
+        SIGTERM/SIGINT (in the main thread), then shut down; the exit status (0)."""
         try:
             asyncio.run(self.serve())
         except BaseException:
@@ -201,6 +268,12 @@ class Daemon:
         self._listener = Listener(sock, loop, self._admit, lambda: len(self._connections))
         self._poller.start(self._reader.on_watched)
         self._listener.start()
+        if self._tls_sock is not None:
+            self._tls_listener = Listener(
+                self._tls_sock, loop, self._admit_tls, lambda: len(self._connections)
+            )
+            self._tls_listener.start()
+            log.info("juggle daemon %d listening (TLS) on %s", os.getpid(), self._tls_text())
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, self.stop)
@@ -215,11 +288,24 @@ class Daemon:
         if self._stopped is not None:
             self._stopped.set()
 
+    def stop_threadsafe(self) -> None:
+        """Begin the shutdown from any thread (the daemon serving)."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: stopped already
+                loop.call_soon_threadsafe(self.stop)
+
+    @property
+    def requests_started(self) -> int:
+        """Requests the daemon started (passed its checks and ran), since start."""
+        return self._dispatcher.started
+
     async def _shutdown(self) -> None:
         log.info("shutting down: refusing new calls, waiting for running ones")
         self._dispatcher.refuse()
         assert self._listener is not None
         self._listener.close()
+        self._close_tls()
         with contextlib.suppress(OSError):
             self.socket_path.unlink()
         await self._dispatcher.drain(self.drain_s)
@@ -244,6 +330,26 @@ class Daemon:
             thread = conn.thread
             if thread is not None:
                 thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _tls_text(self) -> str:
+        if self.tls_address is None:
+            return ""
+        host, port = self.tls_address
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    def _close_tls(self) -> None:
+        """Stop accepting TLS peers, drop the handshakes running, remove STATE/tls-address."""
+        if self._tls_listener is not None:
+            self._tls_listener.close()
+        elif self._tls_sock is not None:
+            self._tls_sock.close()
+        self._tls_listener = self._tls_sock = None
+        for handshake, _ in list(self._handshakes.values()):
+            handshake.cancel()
+        self._handshakes.clear()
+        if self.tls_address is not None:
+            with contextlib.suppress(OSError):
+                (self.state.root / TLS_ADDRESS_FILE).unlink()
 
     def _stop_dashboard(self) -> None:
         dashboard, self.dashboard = self.dashboard, None
@@ -322,6 +428,12 @@ class Daemon:
         changed = self._add_tenants()
         closed = []
         for conn in list(self._connections.values()):
+            if conn.tls is not None:  # a TLS peer is its certificate's CN
+                now = policy.identify_cert(conn.identity.cert_cn)
+                if now != conn.identity:
+                    closed.append(conn.conn_id)
+                    conn.abort()
+                continue
             peer = PeerCredentials(conn.identity.pid, conn.identity.uid, conn.identity.gid)
             with contextlib.suppress(OSError):
                 peer = peer_credentials(conn.sock)
@@ -361,15 +473,95 @@ class Daemon:
             log.warning("no peer credentials: %s", exc)
             sock.close()
             return
-        identity = self.policy.identify(peer)
+        unmapped = AccessDeniedError(
+            f"uid {peer.uid} (pid {peer.pid}) is not mapped to a tenant by the daemon's policy",
+            uid=peer.uid,
+        )
+        self._enter(
+            sock,
+            self.policy.identify(peer),
+            unmapped,
+            f"pid {peer.pid} uid {peer.uid}",
+            {"uid": peer.uid, "gid": peer.gid, "pid": peer.pid},
+        )
+
+    def _admit_tls(self, sock: socket.socket) -> None:
+        """Start the TLS handshake of a TCP peer (loop thread): it runs from the loop, the
+        peer counting against the daemon's ``max_connections`` meanwhile; refused at once
+        when the daemon is at that limit or shutting down."""
+        try:
+            host, port = sock.getpeername()[:2]
+            where = f"{host}:{port}"
+        except OSError:
+            where = "?"
+        waiting = len(self._connections) + len(self._handshakes)
+        if self._dispatcher.closing or waiting >= self.accounts.limits.connections:
+            log.warning(
+                "refused TLS peer %s: %s",
+                where,
+                "shutting down"
+                if self._dispatcher.closing
+                else f"{waiting} connections and handshakes, max_connections "
+                f"{self.accounts.limits.connections}",
+            )
+            sock.close()
+            return
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        assert self._loop is not None and self._tls_context is not None
+        assert self.tls is not None
+        handshake = ServerHandshake(
+            sock,
+            self._tls_context,
+            self._loop,
+            self._tls_ready,
+            self._tls_failed,
+            self.tls.handshake_timeout_s,
+        )
+        self._handshakes[sock] = (handshake, where)
+        handshake.start()
+
+    def _tls_failed(self, sock: socket.socket, reason: str) -> None:
+        """A TLS peer's handshake failed or timed out (loop thread; its socket is closed)."""
+        _, where = self._handshakes.pop(sock, (None, "?"))
+        self.tls_refused += 1
+        log.warning("refused TLS peer %s at its handshake: %s", where, reason)
+
+    def _tls_ready(self, sock: socket.socket, session: TlsSession) -> None:
+        """A TLS peer's handshake verified its certificate (loop thread): admit its CN."""
+        _, where = self._handshakes.pop(sock, (None, "?"))
+        cn = session.common_name
+        unmapped = AccessDeniedError(
+            f"certificate CN {cn!r} ({where}) is not mapped to a tenant by the daemon's policy"
+        )
+        sock.setblocking(True)
+        self._enter(
+            sock,
+            self.policy.identify_cert(cn),
+            unmapped,
+            f"TLS {where} CN {cn!r}",
+            {"uid": -1, "gid": -1, "pid": -1, "cert_cn": cn, "address": where},
+            session,
+        )
+
+    def _enter(
+        self,
+        sock: socket.socket,
+        identity: Identity | None,
+        unmapped: AccessDeniedError,
+        who: str,
+        peer: dict[str, Any],
+        tls: TlsSession | None = None,
+    ) -> None:
+        """Refuse peer ``who`` (``identity`` None: ``unmapped``; the daemon shutting down; a
+        limit reached) with one error frame, or greet it and start its reader thread (loop
+        thread; ``sock`` blocking)."""
         error: JuggleError | None = None
         limits = self.accounts.limits
         mine = limits.tenant
         if identity is None:
-            error = AccessDeniedError(
-                f"uid {peer.uid} (pid {peer.pid}) is not mapped to a tenant by the daemon's policy",
-                uid=peer.uid,
-            )
+            error = unmapped
         elif self._dispatcher.closing:
             error = DaemonShuttingDownError("the daemon is shutting down")
         else:
@@ -380,12 +572,11 @@ class Daemon:
                 error = exc
         if error is not None or identity is None:
             assert error is not None
-            log.warning("refused pid %d uid %d: %s", peer.pid, peer.uid, error)
+            log.warning("refused %s: %s", who, error)
             sock.settimeout(1.0)
+            data = frame(pack({"v": PROTOCOL_VERSION, "id": 0, "err": error_to_wire(error)}))
             with contextlib.suppress(OSError):
-                sock.sendall(
-                    frame(pack({"v": PROTOCOL_VERSION, "id": 0, "err": error_to_wire(error)}))
-                )
+                sock.sendall(tls.seal(data) if tls is not None else data)
             sock.close()
             return
         assert self._loop is not None
@@ -400,14 +591,15 @@ class Daemon:
             max_segments=limits.connection_segments,
             max_queued=limits.connection_queued_bytes,
             account=self.accounts.queue_account(identity.name, mine),
+            tls=tls,
         )
         conn.out.on_limit = lambda limit: self._over_queued(conn, limit)
         self._connections[conn.conn_id] = conn
+        self.admitted += 1
         log.info(
-            "connection %d: pid %d uid %d as %s%s",
+            "connection %d: %s as %s%s",
             conn.conn_id,
-            peer.pid,
-            peer.uid,
+            who,
             identity.name,
             " (admin)" if identity.admin else "",
         )
@@ -430,15 +622,13 @@ class Daemon:
             self.accounts.give(identity.name, connections=1)
 
     @staticmethod
-    def _hello(conn: Connection, peer: PeerCredentials) -> dict[str, Any]:
+    def _hello(conn: Connection, peer: dict[str, Any]) -> dict[str, Any]:
         ident = conn.identity
         return {
             "name": ident.name,
             "tenant": ident.tenant,
             "admin": ident.admin,
-            "uid": peer.uid,
-            "gid": peer.gid,
-            "pid": peer.pid,
+            **peer,
             "daemon_pid": os.getpid(),
             "max_frame": conn.max_frame,
             "protocol": PROTOCOL_VERSION,

@@ -37,6 +37,7 @@ from typing import Any
 from juggle.daemon.policy import Identity, TenantLimits
 from juggle.daemon.protocol import ShmRef
 from juggle.daemon.quotas import Accounts
+from juggle.daemon.tls import TlsSession
 from juggle.daemon.transport import Link
 from juggle.errors import (
     JuggleError,
@@ -188,7 +189,8 @@ class Segment:
 
 
 class Connection(Link):
-    """One client connection: its transport link, identity, remote proxies and segments."""
+    """One client connection: its transport link, identity, remote proxies and segments
+    (``tls``: the TLS session of a TCP connection, which holds no segments)."""
 
     def __init__(
         self,
@@ -203,6 +205,7 @@ class Connection(Link):
         max_segments: int = 64,
         max_queued: int = 64 << 20,
         account: Callable[[int], str | None] | None = None,
+        tls: TlsSession | None = None,
     ) -> None:
         super().__init__(
             conn_id,
@@ -213,6 +216,7 @@ class Connection(Link):
             max_frame=limits.frame_bytes,
             max_queued=max_queued,
             account=account,
+            tls=tls,
         )
         self.identity = identity
         self.limits = limits
@@ -448,10 +452,17 @@ class Sessions:
 
     def new_segment(self, conn: Connection, size: int) -> tuple[Segment, int]:
         """A sealed shared-memory segment of ``size`` bytes for ``conn``, and its descriptor
-        (to send). Raises :class:`ServiceArgumentError` for a size outside
+        (to send). Raises :class:`ProtocolError` on a TLS (TCP) connection, which carries no
+        descriptors (its calls copy), :class:`ServiceArgumentError` for a size outside
         1..:data:`MAX_SEGMENT_BYTES`, :class:`LimitExceededError` past the connection's,
         tenant's or daemon's segment limits, :class:`QuotaExceededError` past
         :data:`MAX_CONNECTION_SHM` bytes."""
+        if conn.tls is not None:
+            raise ProtocolError(
+                "no shared-memory segments over TLS: a remote client's buffers travel in the "
+                "frames",
+                operation="segment",
+            )
         if not 0 < size <= MAX_SEGMENT_BYTES:
             raise ServiceArgumentError(
                 f"segment size {size} outside 1..{MAX_SEGMENT_BYTES}", value=size

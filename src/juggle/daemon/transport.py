@@ -26,6 +26,7 @@ import logging
 import os
 import select
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -43,6 +44,7 @@ from juggle.daemon.protocol import (
     parse_request,
 )
 from juggle.daemon.spin import ReadWait, Spinner
+from juggle.daemon.tls import TlsSession
 from juggle.errors import ProtocolError
 
 __all__ = [
@@ -89,7 +91,10 @@ class Writer:
     its first byte. More than ``limit`` bytes queued: the client does not read, it is closed.
     ``account`` (under the writer's lock) is told every change of the bytes queued; when an
     increase takes the tenant or the daemon past its bound it names that bound, and
-    ``on_limit`` is called with that name (on the calling thread, no lock held).
+    ``on_limit`` is called with that name (on the calling thread, no lock held). ``seal``
+    (a TLS connection's :meth:`~juggle.daemon.tls.TlsSession.seal`) turns each frame into
+    what goes on the wire, under the lock (so in order); such a connection carries no
+    descriptors.
     """
 
     def __init__(
@@ -98,8 +103,10 @@ class Writer:
         loop: asyncio.AbstractEventLoop,
         limit: int,
         account: Callable[[int], str | None] | None = None,
+        seal: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self._sock = sock
+        self._seal = seal
         self._loop = loop
         self._lock = threading.Lock()
         self._queue: deque[tuple[memoryview, int | None]] = deque()
@@ -115,10 +122,14 @@ class Writer:
         """Send ``data`` (and ``fd``, closed afterwards) in order after everything written
         before; dropped when the connection is closed."""
         with self._lock:
-            if self.closed:
+            if self.closed or (fd is not None and self._seal is not None):
                 if fd is not None:
                     os.close(fd)
                 return
+            if self._seal is not None:
+                data = self._seal(data)
+                if not data:
+                    return
             if not self._queue:
                 sent = self._send(memoryview(data), fd)
                 if sent < 0:
@@ -211,7 +222,8 @@ class Link:
     """The socket side of connection ``conn_id``: the blocking socket its reader thread reads, the
     bytes read that are not yet a whole frame, its sending side ``out``, and the count of its
     requests running (``lock`` guards that count and the reading mode; ``cond`` wakes whoever
-    waits for room or for the last request)."""
+    waits for room or for the last request). ``tls``: the TLS session of a TCP connection
+    (None on the Unix socket); what is read is unsealed by :meth:`plaintext` before framing."""
 
     def __init__(
         self,
@@ -224,14 +236,16 @@ class Link:
         max_frame: int = DEFAULT_MAX_FRAME,
         max_queued: int = 64 << 20,
         account: Callable[[int], str | None] | None = None,
+        tls: TlsSession | None = None,
     ) -> None:
         self.conn_id = conn_id
+        self.tls = tls
         self.sock = sock
         self.fd = sock.fileno()
         # the reader thread polls for the next request a little before blocking on it
         self.spinner = Spinner(self.fd, spin_us, spin_gate) if spin_us else None
         self.max_frame = max_frame
-        self.out = Writer(sock, loop, max_queued, account)
+        self.out = Writer(sock, loop, max_queued, account, tls.seal if tls is not None else None)
         self.out.on_overflow = self.abort
         self._readable: ReadWait | None = None  # the frame-deadline wait
         self.lock = threading.Lock()
@@ -252,6 +266,25 @@ class Link:
         """End the connection (any thread): its reader sees the end of stream and closes it."""
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
+
+    def plaintext(self, data: bytes) -> bytes:
+        """What bytes ``data`` read from the socket carry: themselves, or on a TLS connection
+        all the plaintext they complete (b"": a record is not whole yet; like a frame begun,
+        its rest must come within :data:`FRAME_TIMEOUT_S`). Raises :class:`ProtocolError` for
+        a bad TLS record or an alert of the peer."""
+        tls = self.tls
+        if tls is None:
+            return data
+        try:
+            plain = tls.unseal(data)
+        except ssl.SSLError as exc:
+            raise ProtocolError(f"TLS: {exc.reason or exc}") from None
+        if not plain:
+            if self.frame_deadline is None:
+                self.frame_deadline = time.monotonic() + FRAME_TIMEOUT_S
+        elif not self.buf:
+            self.frame_deadline = None  # split() sets it again if a frame begins
+        return plain
 
     def wait_readable(self, timeout_s: float) -> bool:
         """Whether the socket becomes readable (or ends) within ``timeout_s`` (the reader
@@ -493,6 +526,10 @@ class Reader(Generic[L]):
                     if link.buf:
                         raise ProtocolError("connection closed inside a frame")
                     return
+                if link.tls is not None:
+                    data = link.plaintext(data)
+                    if not data:  # a TLS record is not whole yet
+                        continue
                 batch = link.split(data)
             last = len(batch) - 1
             for i, payload in enumerate(batch):
@@ -525,7 +562,9 @@ class Reader(Generic[L]):
                 rearm = False
                 with link.lock:
                     link.eof = True  # the reader ends the connection after its call
-            elif data:
+            elif data and link.tls is not None:
+                data = link.plaintext(data)
+            if data:
                 for payload in link.split(data):
                     msg = parse_request(payload)
                     with link.lock:

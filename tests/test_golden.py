@@ -32,6 +32,18 @@ DROPPED = {"measured"}
 
 CASES: dict[str, list[str]] = {
     "ofdm": ["ofdm", "--seed", "1", "--duration", "1", "--modeled-only", "--quiet"],
+    "cluster": [
+        "cluster",
+        "--nodes",
+        "8",
+        "--services",
+        "50",
+        "--duration",
+        "0.5",
+        "--seed",
+        "1",
+        "--quiet",
+    ],
     "edge-router-table4": ["edge-router", "--experiment", "table4", "--seed", "1", "--quiet"],
     "edge-router-fig3a": [
         "edge-router",

@@ -13,6 +13,7 @@ Register = Callable[[typer.Typer], None]
 
 def scenarios() -> list[Register]:
     """The ``register(simulate_app)`` functions of every scenario area."""
+    from juggle.commands.simulate.cluster import register as cluster
     from juggle.commands.simulate.ofdm import register as ofdm
     from juggle.commands.simulate.oscall import register as oscall
     from juggle.commands.simulate.router import register as router
@@ -20,7 +21,7 @@ def scenarios() -> list[Register]:
     from juggle.commands.simulate.tdes import register as tdes
     from juggle.commands.simulate.thumbpod import register as thumbpod
 
-    return [router, tdes, ofdm, sort, thumbpod, oscall]
+    return [router, tdes, ofdm, sort, thumbpod, oscall, cluster]
 
 
 def register_all(simulate_app: typer.Typer) -> None:

@@ -13,26 +13,14 @@ site-packages. The whole module takes about 15 s (the wheel with its C extension
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-import sysconfig
-import tomllib
 import zipfile
-from dataclasses import dataclass
 from fnmatch import fnmatch
-from importlib import metadata
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
-#: what a build reads besides ``src/``: the rest of the tree is not the package's business
-BUILD_INPUTS = ("pyproject.toml", "setup.py", "README.md")
-#: left out of the copy: byte code, and what an editable install or earlier build left in src/
-NOT_SOURCE = ("__pycache__", "*.pyc", "*.so", "*.egg-info")
+from fresh_install_support import NOT_SOURCE, ROOT, FreshInstall, fresh_install
+
 EXTENSIONS = ("juggle/runtime/_dispatch", "juggle/fabric/linux/_busguard")
 
 #: run by the fresh environment's Python: where juggle and its extensions come from, and a
@@ -64,108 +52,10 @@ print(json.dumps({
 """
 
 
-@dataclass(frozen=True)
-class FreshInstall:
-    """The wheel, the new environment and a working folder outside the repository."""
-
-    wheel: Path
-    source: Path
-    python: Path
-    juggle: Path
-    site_packages: Path
-    elsewhere: Path
-    env: dict[str, str]
-
-    def run(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
-        """Run a command of the new environment in the folder outside the repository."""
-        return subprocess.run(
-            [str(a) for a in args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=self.elsewhere,
-            env=self.env,
-        )
-
-
-def _clean_env() -> dict[str, str]:
-    """This process's environment without what would lead Python or pip back to the tree."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"}
-    }
-    env["PYTHONNOUSERSITE"] = "1"
-    env["PIP_NO_INDEX"] = "1"  # offline: nothing may come from an index
-    return env
-
-
-def _build_backend_present() -> None:
-    """The build backend pyproject.toml names must be installed here (``make test`` does it):
-    --no-build-isolation builds with this environment's, and an older one refuses the file."""
-    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
-    for line in requires:
-        requirement = Requirement(line)
-        try:
-            version = metadata.version(requirement.name)
-        except metadata.PackageNotFoundError:
-            version = "none"
-        assert requirement.specifier.contains(version, prereleases=True), (
-            f"the build backend {line!r} is not installed in {sys.prefix} (found {version}); "
-            "`make test` installs it"
-        )
-
-
-def _step(args: list[str], env: dict[str, str], cwd: Path) -> None:
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
-    assert proc.returncode == 0, f"{' '.join(args)}\n{proc.stdout}\n{proc.stderr}"
-
-
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> FreshInstall:
-    _build_backend_present()
-    base = tmp_path_factory.mktemp("fresh-install")
-    env = _clean_env()
-    source = base / "source"
-    source.mkdir()
-    for name in BUILD_INPUTS:
-        shutil.copy2(ROOT / name, source / name)
-    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns(*NOT_SOURCE))
-    wheels = base / "wheels"
-    pip = [sys.executable, "-m", "pip"]
-    _step(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(wheels), "."],
-        env,
-        source,
-    )
-    (wheel,) = wheels.glob("juggle-*.whl")
-    venv = base / "venv"
-    _step([sys.executable, "-m", "venv", "--without-pip", str(venv)], env, base)
-    python = venv / "bin" / "python"
-    # the wheel first, while the new environment sees nothing of this one (pip would take the
-    # editable juggle of this environment for an installed one)
-    _step(
-        [*pip, "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)], env, base
-    )
-    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    probe = subprocess.run(
-        [python, "-c", where], capture_output=True, text=True, check=True, env=env
-    )
-    site_packages = Path(probe.stdout.strip())
-    (site_packages / "_juggle_test_dependencies.pth").write_text(
-        sysconfig.get_path("purelib") + "\n"
-    )
-    elsewhere = base / "elsewhere"
-    elsewhere.mkdir()
-    return FreshInstall(
-        wheel=wheel,
-        source=source,
-        python=python,
-        juggle=venv / "bin" / "juggle",
-        site_packages=site_packages,
-        elsewhere=elsewhere,
-        env=env,
-    )
+    """The session's fresh, non-editable install (shared with tests/test_readme_snippets.py)."""
+    return fresh_install(tmp_path_factory)
 
 
 def test_the_wheel_carries_every_file_of_the_package_and_both_c_extensions(

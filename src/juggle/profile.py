@@ -25,6 +25,10 @@ implementation's own work)? :func:`profile_service` asks both for every tier a s
 
 The gain of a tier is the slowest tier's total over its own. A target is a module path, or
 the name of a module or an interface among the modules shipped in ``examples/modules``.
+
+The workload of a service is, first found: the one passed in; the one its module declares in
+``juggle.toml`` (``[services.profile]``: method, argument generators, buffer sizes;
+:func:`declared_workload`); the built-in one of its interface (:func:`workload_for`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from typing import Any
 from juggle.core.tiers import Tier
 from juggle.errors import ConfigurationError, JuggleError, ServiceUnavailableError
 from juggle.fabric.fabric import Fabric
+from juggle.runtime.descriptors import MAX_PROFILE_SIZE, ProfileSpec
 from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, GuardedWindow
 from juggle.runtime.interfaces import short_name, state_setting
 from juggle.runtime.proxy import ServiceProxy, binding_of, build_proxy, has_context
@@ -50,6 +55,7 @@ __all__ = [
     "LABELS",
     "Call",
     "ProfileWorkload",
+    "declared_workload",
     "profile_service",
     "workload_for",
 ]
@@ -204,12 +210,66 @@ def workload_for(
     if builder is None:
         raise ConfigurationError(
             f"no built-in workload for interface {interface!r} (built in: "
-            f"{', '.join(sorted(_BUILDERS))}); pass workload=ProfileWorkload(...)",
+            f"{', '.join(sorted(_BUILDERS))}): declare one in the module's juggle.toml, a "
+            '[services.profile] table with method = "...", args = [...] (bytes, buffer, '
+            "size, int32, uint32) and sizes = [...] (buffer bytes); from Python, "
+            "profile_service(workload=ProfileWorkload(...)) works too",
             value=interface,
         )
-    if isinstance(vectors, bool) or not isinstance(vectors, int) or vectors < 1:
-        raise ConfigurationError(f'"vectors" must be an int >= 1, got {vectors!r}', value=vectors)
+    _check_vectors(vectors)
     return builder(properties or {}, random.Random(seed), vectors, size)
+
+
+def _check_vectors(vectors: object) -> None:
+    if isinstance(vectors, bool) or not isinstance(vectors, int) or vectors < 1:
+        raise ConfigurationError(
+            f'"vectors" must be an int >= 1, got {vectors!r}',
+            value=vectors if isinstance(vectors, str | int | float) else repr(vectors),
+        )
+
+
+def _argument(kind: str, size: int, rng: random.Random) -> object:
+    """One generated argument of a declared workload (see :class:`ProfileSpec`)."""
+    if kind == "bytes":
+        return rng.randbytes(size)
+    if kind == "buffer":
+        return bytearray(rng.randbytes(size))
+    if kind == "size":
+        return size
+    if kind == "int32":
+        return rng.randint(-(1 << 31), (1 << 31) - 1)
+    return rng.randint(0, (1 << 32) - 1)  # uint32 (the descriptor allows no other kind)
+
+
+def declared_workload(
+    spec: ProfileSpec, *, seed: int = 1, vectors: int = 8, size: int | None = None
+) -> ProfileWorkload:
+    """The workload a module declares for a service (``[services.profile]`` of its
+    ``juggle.toml``, :class:`~juggle.runtime.descriptors.ProfileSpec`): ``vectors`` random
+    checked calls of ``spec.method`` per buffer size, arguments generated from ``seed``; the
+    timed call at the first size. ``size`` replaces the declared sizes.
+
+    Raises :class:`~juggle.errors.ConfigurationError` for a bad ``size`` or ``vectors``.
+    """
+    _check_vectors(vectors)
+    if size is not None and not 1 <= size <= MAX_PROFILE_SIZE:
+        raise ConfigurationError(
+            f'"size" must be 1..{MAX_PROFILE_SIZE} bytes, got {size!r}', value=size
+        )
+    sizes = list(spec.sizes) if size is None else [size]
+    rng = random.Random(seed)
+
+    def call(n: int) -> Call:
+        return Call(spec.method, tuple(_argument(kind, n, rng) for kind in spec.args))
+
+    checks = tuple(call(n) for n in sizes for _ in range(vectors))
+    return ProfileWorkload(
+        (),
+        checks,
+        call(sizes[0]),
+        f"{spec.method}({', '.join(spec.args)}): {vectors} random calls per buffer size "
+        f"({', '.join(map(str, sizes))} bytes), declared in the module's [services.profile]",
+    )
 
 
 # -- targets -----------------------------------------------------------------------------------
@@ -219,6 +279,17 @@ def _shipped_modules() -> list[Path]:
     """The shipped example module folders (package data)."""
     folder = example_modules()
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("_"))
+
+
+def _recorded_board(path: Path) -> str | None:
+    """The board the descriptor of the module at ``path`` records (``[module] board``), or
+    None (no such module there, or no board recorded)."""
+    if not path.exists():
+        return None
+    from juggle.runtime.modules import ModuleSource
+
+    descriptor, _ = ModuleSource.open(path).authenticate(None)
+    return descriptor.module.board
 
 
 def _resolve(target: str, fabric: str) -> tuple[list[Path], str | None]:
@@ -690,6 +761,16 @@ def _hardware_cost(
     )
 
 
+def _declared_spec(fw: Any, snap: Any) -> ProfileSpec | None:
+    """The ``[services.profile]`` the module of service ``snap`` declares for it, or None."""
+    if snap.module is None:
+        return None
+    for spec in fw.module(snap.module).descriptor.services:
+        if snap.interface in spec.interfaces:
+            return spec.profile  # type: ignore[no-any-return]
+    return None
+
+
 def _profile_one(
     fw: Any,
     snap: Any,
@@ -703,13 +784,21 @@ def _profile_one(
         proxy = fw.get_service(snap.interface, consumer=_CONSUMER, filter=query)
     except ServiceUnavailableError:
         return None  # the filter leaves this service out
-    wl = workload or workload_for(
-        snap.interface,
-        snap.properties,
-        seed=options["seed"],
-        vectors=options["vectors"],
-        size=options["size"],
-    )
+    declared = _declared_spec(fw, snap)
+    if workload is not None:
+        wl = workload
+    elif declared is not None:
+        wl = declared_workload(
+            declared, seed=options["seed"], vectors=options["vectors"], size=options["size"]
+        )
+    else:
+        wl = workload_for(
+            snap.interface,
+            snap.properties,
+            seed=options["seed"],
+            vectors=options["vectors"],
+            size=options["size"],
+        )
     timing: _Timing = options["timing"]
     results: dict[str, list[object]] = {}
     unserved: dict[str, int] = {}
@@ -766,7 +855,7 @@ def _profile_one(
 def profile_service(
     path_or_interface: str | Path,
     *,
-    fabric: str | Path | Fabric = "xupv2p",
+    fabric: str | Path | Fabric | None = None,
     filter: str | None = None,
     workload: ProfileWorkload | None = None,
     seed: int = 1,
@@ -778,7 +867,8 @@ def profile_service(
     """Profile every service of a module (a path, or a shipped module's name) or every
     shipped service of an interface (full or short name) at all its tiers, in a fresh
     :class:`~juggle.runtime.framework.Framework` on board ``fabric`` (a profile name or path,
-    or an opened :class:`~juggle.fabric.fabric.Fabric`, which the profile closes).
+    or an opened :class:`~juggle.fabric.fabric.Fabric`, which the profile closes; None: the
+    board a module path's descriptor records, ``[module] board``, else ``xupv2p``).
 
     ``filter`` (LDAP, on service properties) narrows the services; ``workload`` replaces the
     built-in ones (:func:`workload_for`: ``seed``, ``vectors``, ``size``); each timing keeps
@@ -788,16 +878,23 @@ def profile_service(
     ``total_us``, ``gain`` and a label per figure (module docstring).
 
     Raises :class:`~juggle.errors.ServiceUnavailableError` for an unknown target or when no
-    service matches, :class:`~juggle.errors.ConfigurationError` for bad options, and what
-    installing the module raises.
+    service matches, :class:`~juggle.errors.FilterSyntaxError` for a ``filter`` that does not
+    parse (its position counted in ``filter`` as given),
+    :class:`~juggle.errors.ConfigurationError` for bad options, and what installing the
+    module raises.
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ConfigurationError(f'"rounds" must be an int >= 1, got {rounds!r}', value=rounds)
     if not round_ms > 0:
         raise ConfigurationError(f'"round_ms" must be > 0, got {round_ms!r}', value=round_ms)
     from juggle.runtime.framework import Framework
+    from juggle.runtime.ldapfilter import parse_filter
 
+    if filter is not None:
+        parse_filter(filter)  # a syntax error points into the filter as given, not as composed
     target = str(path_or_interface)
+    if fabric is None:
+        fabric = _recorded_board(Path(target)) or "xupv2p"
     board_name = fabric.profile.name if isinstance(fabric, Fabric) else str(fabric)
     paths, interface = _resolve(target, board_name)
     options = {

@@ -438,6 +438,7 @@ _DESCRIPTOR = Template("""\
 name = $name_s
 version = "0.1.0"
 description = $description_s
+$board_line
 
 [[services]]
 interfaces = [$interface_s]
@@ -457,6 +458,16 @@ bitstreams = { $region_s = $bitstream_s }
 $resources_note
 [services.hardware.resources]
 $resources_toml
+""")
+
+_PROFILE_TABLE = Template("""
+# the workload `juggle profile <this folder>` runs: random calls $method(data) at every tier,
+# compared, of 64, 1 and 1,000 bytes (the timed call: the first size); args, one generator per
+# argument: bytes, buffer (changed in place), size, int32, uint32
+[services.profile]
+method = "$method"
+args = ["bytes"]
+sizes = [64, 1, 1000]
 """)
 
 
@@ -880,9 +891,16 @@ def _sources(
         **names,
     )
     bitstream = f"bitstreams/{name}_{region}.bit"
+    from juggle.fabric.profiles import available_profiles
+
     files["juggle.toml"] = _DESCRIPTOR.substitute(
         name=name,
         board=board,
+        board_line=(
+            f"board = {_toml_str(board)}  # the board it was made for: what validate checks"
+            if board in available_profiles()
+            else f"# made for the board profile {board!r} (a file: give --fabric to validate)"
+        ),
         region=region,
         name_s=_toml_str(name),
         description_s=_toml_str(f"{interface} in software and on a {name} core (generated)"),
@@ -904,6 +922,7 @@ def _sources(
         files[relpath] = verilog
         files["juggle.toml"] += table
         files[VECTORS_FILE] = _vectors(method)
+    files["juggle.toml"] += _PROFILE_TABLE.substitute(method=method)
     classes = {
         "interface": interface,
         "software": f"{code}.{names['soft']}",

@@ -1,5 +1,7 @@
 """``juggle bench``: the benchmark suite (:func:`~juggle.bench.run_bench`) as a table of
-figures against their targets, or with ``--json`` as one JSON document."""
+figures against their targets, or with ``--json`` as one JSON document. A group whose optional
+extra is missing is skipped and named (under ``skipped`` with ``--json``, below the table
+without), with the ``pip install`` that adds it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from juggle.bench import TARGETS, run_bench
-from juggle.commands.output import JsonOpt, emit_json
+from juggle.commands.output import JsonOpt, console, emit_json
 from juggle.commands.progressbar import progress_bar
 
 __all__ = ["bench", "render_bench"]
@@ -30,7 +32,7 @@ def bench(
     if json_out:
         emit_json(result)
     else:
-        render_bench(result, Console())
+        render_bench(result, console())
 
 
 def _number(value: float) -> str:
@@ -56,3 +58,8 @@ def render_bench(result: dict[str, Any], console: Console) -> None:
     for key, value in result.get("oscall", {}).items():
         table.add_row(f"oscall.{key}", _number(value), "", "")
     console.print(table)
+    for group, why in result.get("skipped", {}).items():
+        console.print(
+            f"skipped {group}: needs the {why['extra']} extra ({why['install']}): {why['reason']}",
+            markup=False,
+        )

@@ -9,19 +9,31 @@ status 2.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
+import typer.main
 from rich.console import Console
 
 from juggle.commands.bench import bench
+from juggle.commands.cluster import cluster_app
 from juggle.commands.demo import demo
 from juggle.commands.module import module_app
-from juggle.commands.output import JsonOpt, emit_json, fail
+from juggle.commands.output import (
+    CommandLineError,
+    JsonOpt,
+    emit_json,
+    fail,
+    fail_usage,
+    speak_flags,
+)
 from juggle.commands.profile import register as register_profile
-from juggle.errors import JuggleError
+from juggle.errors import ConfigurationError, JuggleError
 
 __all__ = ["app", "main", "simulate_app"]
 
@@ -37,6 +49,7 @@ simulate_app = typer.Typer(
 )
 app.add_typer(simulate_app, name="simulate")
 app.add_typer(module_app, name="module")
+app.add_typer(cluster_app, name="cluster")
 register_profile(app)
 app.command()(demo)
 app.command()(bench)
@@ -82,7 +95,11 @@ def dashboard(
     """Live web view of services, regions and statistics (with Prometheus metrics)."""
     from juggle.dashboard.app import serve
 
+    announced = False
+
     def ready(url: str) -> None:
+        nonlocal announced
+        announced = True
         base = url.split("#", 1)[0]
         if json_out:
             emit_json({"url": url, "metrics": f"{base}metrics", "api": f"{base}api/services"})
@@ -94,14 +111,42 @@ def dashboard(
 
     if workload not in (None, "demo"):
         raise typer.BadParameter(f'"--workload" must be demo, got {workload!r}')
-    serve(
-        host=host,
-        port=port,
-        modules=module or [],
-        on_ready=ready,
-        workload=bool(workload),
-        access_log=access_log,
-    )
+    _check_listen(host, port)
+    try:
+        serve(
+            host=host,
+            port=port,
+            modules=module or [],
+            on_ready=ready,
+            workload=bool(workload),
+            access_log=access_log,
+        )
+    except SystemExit as exc:  # uvicorn exits when it cannot bind (a race after the check)
+        if announced:
+            raise
+        raise ConfigurationError(
+            f"the dashboard cannot listen on {host}:{port} (the server exited with status "
+            f"{exc.code} before announcing; its log above says why)",
+            value=port,
+        ) from None
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Bind ``host:port`` once (as the server will, address reuse on) and let it go, so a busy
+    port or a bad address is an error before anything is announced. Raises
+    :class:`~juggle.errors.ConfigurationError` naming the address."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"the dashboard cannot listen on {host}:{port}: {exc.strerror or exc}", value=port
+        ) from None
 
 
 ConnectOpt = Annotated[
@@ -121,9 +166,32 @@ DaemonUidOpt = Annotated[
 ]
 
 
+def _print_version(value: bool) -> None:
+    """``--version``: print ``juggle VERSION`` and leave (exit status 0)."""
+    if value:
+        from juggle import __version__
+
+        sys.stdout.write(f"juggle {__version__}\n")
+        raise typer.Exit(0)
+
+
+VersionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--version", is_eager=True, callback=_print_version, help="Print juggle's version."
+    ),
+]
+
+
 @app.callback()
-def _root(ctx: typer.Context, connect: ConnectOpt = None, daemon_uid: DaemonUidOpt = None) -> None:
+def _root(
+    ctx: typer.Context,
+    connect: ConnectOpt = None,
+    daemon_uid: DaemonUidOpt = None,
+    version: VersionOpt = False,
+) -> None:
     """Co-manage software, native and FPGA implementations of services."""
+    del version  # handled by its callback
     if daemon_uid is not None:
         import os
 
@@ -149,7 +217,8 @@ def _remote(ctx: typer.Context, command: str, **arguments: Any) -> None:
 )
 def daemon(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Run the juggle daemon (--socket PATH --state DIR [--fabric] [--backend linux]
-    [--backend-option KEY=VALUE]... [--policy FILE]; --help)."""
+    [--backend-option KEY=VALUE]... [--policy FILE] [--tls HOST:PORT --tls-cert F --tls-key F
+    --tls-ca F]; --help)."""
     from juggle.daemon.__main__ import main as daemon_main
 
     del json_out  # the daemon logs; it prints no document
@@ -241,18 +310,80 @@ def board_check(
 
 
 def _register_scenarios() -> None:
+    """Add the ``simulate`` scenario commands, once (a second call changes nothing)."""
     from juggle.commands.simulate.scenarios import register_all
 
-    register_all(simulate_app)
+    if not simulate_app.registered_commands:
+        register_all(simulate_app)
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: run the command of ``sys.argv``.
+
+    Errors keep one contract whatever raised them: a :class:`~juggle.errors.JuggleError`
+    and a usage error of the command line (an unknown option, a bad option value, a
+    ``typer.BadParameter`` raised by a command, or an ``argparse`` error of a command that
+    parses its own arguments) print one line on stderr and, with ``--json``, one JSON
+    document ``{"error", "type"}`` on stdout; exit status 2 (see :mod:`.output`). Their
+    messages name the command's options as typed (``--round-ms``, not ``"round_ms"``).
+    """
     _register_scenarios()
+    json_out = "--json" in sys.argv[1:]
+    speak_flags(_flags_of(sys.argv[1:]))
     try:
-        app()
-    except JuggleError as exc:
         try:
-            fail(exc, "--json" in sys.argv[1:])
-        except typer.Exit as done:
-            raise SystemExit(done.exit_code) from exc
+            with _argparse_errors_as_usage_errors():
+                code = app(standalone_mode=False)
+        except JuggleError as exc:
+            code = _exit_code(fail, exc, json_out)
+        except typer.TyperException as exc:
+            code = _exit_code(fail_usage, exc, json_out)
+        except typer.Abort:
+            sys.stderr.write("aborted\n")
+            code = 1
+    finally:
+        speak_flags({})
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _flags_of(args: list[str]) -> dict[str, str]:
+    """The options of the command ``args`` run, as ``{API name: flag}`` (``round_ms`` ->
+    ``--round-ms``): the command found by following ``args``' words down the app's tree."""
+    command: Any = typer.main.get_command(app)
+    for word in args:
+        sub = getattr(command, "commands", {}).get(word)
+        if sub is not None:
+            command = sub
+        elif not word.startswith("-") and getattr(command, "commands", None) is None:
+            break  # an argument of the command reached
+    return {
+        param.name: param.opts[0]
+        for param in getattr(command, "params", [])
+        if param.name and param.param_type_name == "option" and param.opts
+    }
+
+
+def _exit_code(report: Callable[[Any, bool], NoReturn], exc: Exception, json_out: bool) -> int:
+    """Report ``exc`` with ``report`` (which ends in ``typer.Exit``); the exit code it raised."""
+    try:
+        report(exc, json_out)
+    except typer.Exit as done:
+        return done.exit_code
+
+
+@contextlib.contextmanager
+def _argparse_errors_as_usage_errors() -> Iterator[None]:
+    """While the command runs, an ``argparse`` parser's error (``juggle daemon`` parses its
+    own arguments) raises :class:`~juggle.commands.output.CommandLineError` with argparse's
+    message instead of printing its usage and exiting, so it is reported as every other usage
+    error is."""
+    original = argparse.ArgumentParser.error
+
+    def error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+        raise CommandLineError(f"{parser.prog}: {message}")
+
+    argparse.ArgumentParser.error = error  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = original  # type: ignore[method-assign]

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from juggle.commands.output import JsonOpt, emit_json
+from juggle.commands.output import JsonOpt, console, emit_json
 
 __all__ = ["demo", "render_demo"]
 
@@ -36,7 +36,7 @@ def demo(
     if json_out:
         emit_json(result)
     else:
-        render_demo(result, Console())
+        render_demo(result, console())
     if result["failed_calls"] or not result["results_agree"]:
         raise typer.Exit(1)
 

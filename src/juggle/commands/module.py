@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from juggle.commands.output import JsonOpt, emit_json, fail
+from juggle.commands.output import JsonOpt, console, emit_json, fail
 from juggle.errors import ConfigurationError, JuggleError
 from juggle.fabric.bitstream import normalize_part
 from juggle.fabric.profiles import load_profile
@@ -99,17 +98,17 @@ def module_new(
     if json_out:
         emit_json(made.to_json())
         return
-    console = Console()
-    console.print(
+    out = console()
+    out.print(
         f"[green]created[/green] module [bold]{escape(made.name)}[/bold] in "
         f"{escape(str(made.path))} ({escape(made.interface)}; bitstream for "
         f"{escape(made.fabric)} {escape(made.region)}, {made.bitstream_bytes:,} bytes)"
     )
     for relpath in made.files:
-        console.print(f"  {escape(relpath)}")
-    console.print("next:")
+        out.print(f"  {escape(relpath)}")
+    out.print("next:")
     for step in made.to_json()["next"]:
-        console.print(f"  {escape(step)}")
+        out.print(f"  {escape(step)}")
 
 
 @module_app.command("bitstream")
@@ -152,7 +151,7 @@ def module_bitstream(
     if json_out:
         emit_json(document)
         return
-    Console().print(
+    console().print(
         f"[green]wrote[/green] {escape(str(written))} ({nbytes:,} bytes): design "
         f"{escape(design)}, part {document['part']}, region {escape(target)} (at most "
         f"{maximum:,} bytes)"
@@ -163,7 +162,15 @@ def module_bitstream(
 def module_validate(
     path: Annotated[Path, typer.Argument(help="Module folder, .zip, juggle.toml or XML.")],
     json_out: JsonOpt = False,
-    fabric: Annotated[str, typer.Option(help="Board profile to check against.")] = "xupv2p",
+    fabric: Annotated[
+        str | None,
+        typer.Option(
+            help=escape(
+                "Board profile to check against (default: the board the descriptor records, "
+                "[module] board, else xupv2p)."
+            )
+        ),
+    ] = None,
     import_code: Annotated[
         bool,
         typer.Option(
@@ -186,7 +193,7 @@ def module_validate(
     try:
         report = validate_module(path, fabric=fabric, trusted_keys=trusted_key or None)
         if import_code:  # run its code too: install it in a throwaway framework
-            with Framework(fabric, trusted_keys=trusted_key or None) as fw:
+            with Framework(report["fabric"], trusted_keys=trusted_key or None) as fw:
                 fw.install(path)
             report["imported"] = True
     except JuggleError as exc:
@@ -199,17 +206,21 @@ def module_validate(
     if json_out:
         emit_json(report)
         return
-    console = Console()
+    out = console()
     how = "imported and installed" if report["imported"] else "read without running its code"
-    console.print(
-        f"[green]ok[/green] module [bold]{report['name']}[/bold] {report['version']} ({how})"
+    board = f"on {report['fabric']}" + (
+        " (the descriptor's board)" if report["fabric_from"] == "descriptor" else ""
+    )
+    out.print(
+        f"[green]ok[/green] module [bold]{escape(report['name'])}[/bold] {report['version']} "
+        f"{escape(board)} ({how})"
     )
     for service in report["services"]:
-        console.print(f"  {', '.join(service['interfaces'])}: tiers {', '.join(service['tiers'])}")
+        out.print(f"  {', '.join(service['interfaces'])}: tiers {', '.join(service['tiers'])}")
     if report["pinned"]:
-        console.print(f"  {len(report['pinned'])} pinned files verified")
+        out.print(f"  {len(report['pinned'])} pinned files verified")
     if report["signed_by"]:
-        console.print(f"  signed by trusted key {report['signed_by']}")
+        out.print(f"  signed by trusted key {report['signed_by']}")
 
 
 @module_app.command("test")
@@ -238,11 +249,11 @@ def module_test(
     if json_out:
         emit_json(report.to_json())
     else:
-        console = Console(highlight=False)
+        out = console(highlight=False)
         for check in report.designs:
             verdict = "[green]agree[/green]" if check.passed else "[red]MISMATCH[/red]"
             calls = check.calls
-            console.print(
+            out.print(
                 f"{verdict} {escape(check.interface)} on design {escape(check.design)} "
                 f"({escape(check.rtl.top)}, {check.rtl.bus}, {check.rtl.origin} RTL): "
                 f"{calls['known_answer']} known-answer, {calls['vector']} vector and "
@@ -251,7 +262,7 @@ def module_test(
             )
             if check.refused:
                 total = sum(calls.values())
-                console.print(
+                out.print(
                     f"  {check.refused} of the {total} calls were refused by every tier "
                     "(an error on each)"
                     + (
@@ -262,13 +273,11 @@ def module_test(
                     )
                 )
             for method, reason in check.skipped:
-                console.print(
-                    f"  [yellow]no stimuli[/yellow] for {escape(method)}: {escape(reason)}"
-                )
+                out.print(f"  [yellow]no stimuli[/yellow] for {escape(method)}: {escape(reason)}")
             for mismatch in check.mismatches:
-                console.print(f"  {escape(mismatch.describe())}")
+                out.print(f"  {escape(mismatch.describe())}")
             if check.stopped:
-                console.print(f"  stopped after {len(check.mismatches)} mismatches")
+                out.print(f"  stopped after {len(check.mismatches)} mismatches")
     if not report.passed:
         raise typer.Exit(1)
 
@@ -292,17 +301,20 @@ def module_build(
     if json_out:
         emit_json(report)
         return
-    console = Console()
-    console.print(f"[green]built[/green] {report['path']} ({report['family']}, modeled)")
+    out = console()
+    out.print(f"[green]built[/green] {report['path']} ({report['family']}, modeled)")
     for design, entry in report["designs"].items():
-        console.print(
+        out.print(
             f"  {design}: {entry['luts']} LUTs, {entry['flipflops']} flip-flops, "
             f"~{entry['slices']} slices (estimate), {entry['multipliers']} multipliers, "
             f"{entry['block_rams']} block RAMs"
         )
 
 
-@module_app.command("lock")
+@module_app.command(
+    "lock",
+    help=escape("Pin every file of the module with its sha256 (the [pins] table of juggle.toml)."),
+)
 def module_lock(
     path: Annotated[Path, typer.Argument(help="Module folder with a juggle.toml.")],
     json_out: JsonOpt = False,
@@ -314,7 +326,7 @@ def module_lock(
     if json_out:
         emit_json({"path": str(path), "pins": pins})
         return
-    Console().print(f"[green]locked[/green] {len(pins)} files of {path}")
+    console().print(f"[green]locked[/green] {len(pins)} files of {path}")
 
 
 @module_app.command("keygen")
@@ -329,7 +341,7 @@ def module_keygen(
     if json_out:
         emit_json({"private": str(key), "public": str(public)})
         return
-    Console().print(f"[green]wrote[/green] {key} (keep it private) and {public}")
+    console().print(f"[green]wrote[/green] {key} (keep it private) and {public}")
 
 
 @module_app.command("sign")
@@ -345,7 +357,7 @@ def module_sign(
     if json_out:
         emit_json({"path": str(path), "signature": str(signature)})
         return
-    Console().print(f"[green]signed[/green] {path}: {signature}")
+    console().print(f"[green]signed[/green] {path}: {signature}")
 
 
 @module_app.command("schema")
@@ -403,7 +415,7 @@ def module_import_dfx(
     if json_out:
         emit_json(report)
         return
-    console = Console()
-    console.print(f"[green]wrote[/green] {report['path']} (module {report['module']})")
+    out = console()
+    out.print(f"[green]wrote[/green] {report['path']} (module {report['module']})")
     for region, path in report["bitstreams"].items():
-        console.print(f"  {region}: {path}")
+        out.print(f"  {region}: {path}")

@@ -11,9 +11,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from juggle.commands.output import fail
+from juggle.commands.output import console, fail
 from juggle.errors import JuggleError
 from juggle.profile import profile_service
 
@@ -33,11 +34,23 @@ def profile(
     filter: Annotated[
         str | None, typer.Option("--filter", help='LDAP filter, e.g. "(algorithm=aes)".')
     ] = None,
-    fabric: Annotated[str, typer.Option(help="Board profile.")] = "xupv2p",
+    fabric: Annotated[
+        str | None,
+        typer.Option(
+            help=escape(
+                "Board profile (default: the board a module's descriptor records, [module] "
+                "board, else xupv2p)."
+            )
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random inputs.")] = 1,
     vectors: Annotated[int, typer.Option(help="Random checked calls per method.")] = 8,
     size: Annotated[
-        int | None, typer.Option(help="Bytes per call for buffer services (default: a block).")
+        int | None,
+        typer.Option(
+            help="Bytes per call for buffer services (default: a block, or the sizes the "
+            "module's workload declares)."
+        ),
     ] = None,
     rounds: Annotated[int, typer.Option(help="Timing rounds (the best is kept).")] = 5,
     round_ms: Annotated[float, typer.Option(help="Length of one timing round, ms.")] = 5.0,
@@ -60,7 +73,7 @@ def profile(
     if json_out:
         sys.stdout.write(json.dumps(with_nested_labels(doc), indent=2) + "\n")
     else:
-        render_profile(doc, Console())
+        render_profile(doc, console())
     if not doc["agree"]:
         raise typer.Exit(1)
 

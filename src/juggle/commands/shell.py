@@ -3,10 +3,13 @@
 Like an OSGi console, each line is one command acting on a live :class:`Framework`: install and
 start modules, list services and regions, juggle services in and out of the fabric, read
 statistics, set the focus and the controller. A command that fails prints ``error: <message>``
-and the shell goes on. Fed a script on a non-terminal stdin it prints no prompt, so
-``juggle shell < script`` gives clean output. A juggle's reconfiguration time is labeled
-*calibrated* (the configuration port's rate is fitted to the paper's times) and its bridge
-time *input* (the profile's); call durations and the runtime's own overhead are *measured*.
+and the shell goes on; fed a script on a non-terminal stdin, it prints no prompt (so
+``juggle shell < script`` gives clean output) and its exit status is 1 when a command failed.
+With ``--json`` each command is answered with one JSON line whose tables are data: rows of
+values keyed by column, labeled (``{"command", "ok", "output", "tables", "reports"}``).
+A juggle's reconfiguration time is labeled *calibrated* (the configuration port's rate is
+fitted to the paper's times) and its bridge time *input* (the profile's); call durations and
+the runtime's own overhead are *measured*.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ import json
 import logging
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
 
+from juggle.commands.output import PIPED_WIDTH, FoldingConsole
 from juggle.core.controllers import Controller, available_controllers, load_controller
 from juggle.errors import JuggleError
 from juggle.runtime.framework import Framework
@@ -97,6 +102,25 @@ def _us(value: float) -> str:
     return f"{value:,.1f}"
 
 
+def _list(values: Any) -> str:
+    return ", ".join(str(v) for v in values) or "-"
+
+
+@dataclass(frozen=True)
+class _Column:
+    """A column of a shell table: the row key, its header, how a value is shown."""
+
+    key: str
+    header: str
+    right: bool = False
+    show: Callable[[Any], str] = _text
+    no_wrap: bool = False
+
+
+_ID = "input"
+"""Ids (service, module) and board figures: given, not measured (as ``juggle profile``)."""
+
+
 class JuggleShell(cmd.Cmd):
     """The command interpreter; one instance drives one :class:`Framework` it does not own.
 
@@ -120,14 +144,16 @@ class JuggleShell(cmd.Cmd):
         self.json_lines = json_lines
         self._out = stdout
         self._error: tuple[str, str] | None = None
+        #: with ``json_lines``: the tables and juggle reports of the command being run
+        self._data: dict[str, list[dict[str, Any]]] = {}
         self.framework = framework
         self.interactive = _isatty(stdin)
         self.use_rawinput = self.interactive and stdin is sys.stdin
         self.prompt = "juggle> " if self.interactive else ""
         terminal = _isatty(stdout)
-        self.console = Console(
+        self.console: Console = FoldingConsole(
             file=stdout,
-            width=None if terminal else 120,
+            width=None if terminal else PIPED_WIDTH,
             color_system="auto" if terminal else None,
             highlight=False,
             emoji=False,
@@ -163,6 +189,7 @@ class JuggleShell(cmd.Cmd):
         console, buffer = self.console, io.StringIO()
         self.console = Console(file=buffer, width=120, color_system=None, highlight=False)
         self._error = None
+        self._data = {}
         try:
             stop = self._run_line(line)
         finally:
@@ -172,6 +199,7 @@ class JuggleShell(cmd.Cmd):
             doc["error"], doc["type"] = self._error
         else:
             doc["output"] = buffer.getvalue().splitlines()
+            doc.update(self._data)
         self._out.write(json.dumps(doc) + "\n")
         self._out.flush()
         return stop
@@ -262,65 +290,114 @@ class JuggleShell(cmd.Cmd):
     def do_modules(self, arg: str) -> None:
         """modules: list the installed modules."""
         _exactly(arg, 0, "modules")
-        table = Table(title="modules")
-        for column in ("id", "name", "version", "state", "services", "location"):
-            table.add_column(column, justify="right" if column == "id" else "left")
-        for m in self.framework.modules():
-            services = ", ".join(str(s) for s in m.services)
-            table.add_row(str(m.module_id), m.name, m.version, m.state, services or "-", m.location)
-        self._table(table, "no modules installed")
+        columns = [
+            _Column("id", "id", right=True),
+            _Column("name", "name"),
+            _Column("version", "version"),
+            _Column("state", "state"),
+            _Column("services", "services", show=_list),
+            _Column("location", "location"),
+        ]
+        rows = [
+            {
+                "id": m.module_id,
+                "name": m.name,
+                "version": m.version,
+                "state": m.state,
+                "services": list(m.services),
+                "location": m.location,
+            }
+            for m in self.framework.modules()
+        ]
+        labels = {"id": _ID, "services": _ID}
+        self._table("modules", columns, rows, labels, "no modules installed")
 
     # -- services and regions ----------------------------------------------------------------
 
     def do_services(self, arg: str) -> None:
         """services: list the registered services, their tiers and where they run."""
         _exactly(arg, 0, "services")
-        table = Table(title="services")
-        for column in ("id", "interface", "tier", "tiers", "region", "module"):
-            table.add_column(column, justify="right" if column == "id" else "left", no_wrap=True)
-        table.add_column("consumers")
-        table.add_column("properties")
-        for s in self.framework.services():
-            table.add_row(
-                str(s.service_id),
-                s.interface,
-                s.tier,
-                ", ".join(s.tiers),
-                _text(s.region),
-                _text(s.module),
-                ", ".join(s.consumers) or "-",
-                _properties(s.properties),
-            )
-        self._table(table, "no services registered")
+        columns = [
+            _Column("id", "id", right=True, no_wrap=True),
+            _Column("interface", "interface", no_wrap=True),
+            _Column("tier", "tier", no_wrap=True),
+            _Column("tiers", "tiers", show=_list, no_wrap=True),
+            _Column("region", "region", no_wrap=True),
+            _Column("module", "module", no_wrap=True),
+            _Column("consumers", "consumers", show=_list),
+            _Column("properties", "properties", show=_properties),
+        ]
+        rows = [
+            {
+                "id": s.service_id,
+                "interface": s.interface,
+                "tier": s.tier,
+                "tiers": list(s.tiers),
+                "region": s.region,
+                "module": s.module,
+                "consumers": list(s.consumers),
+                "properties": dict(s.properties),
+            }
+            for s in self.framework.services()
+        ]
+        labels = {"id": _ID, "properties": "input"}  # properties: the module's descriptor
+        self._table("services", columns, rows, labels, "no services registered")
 
     def do_regions(self, arg: str) -> None:
         """regions: list the fabric's regions, their state and what they hold."""
         _exactly(arg, 0, "regions")
-        table = Table(title=f"regions of {self.framework.fabric.profile.board.name}")
-        for column in ("region", "state", "design", "service", "module"):
-            table.add_column(column)
-        for column in ("slices", "flipflops", "mult18", "ram16"):
-            table.add_column(column, justify="right")
-        for r in self.framework.regions():
-            res = r.resources
-            table.add_row(
-                r.name,
-                r.state,
-                _text(r.design),
-                _text(r.service_id),
-                _text(r.module),
-                str(res.slices),
-                str(res.flipflops),
-                str(res.mult18),
-                str(res.ram16),
-            )
-        self._table(table, "the fabric has no regions")
+        columns = [
+            _Column(key, key) for key in ("region", "state", "design", "service", "module")
+        ] + [_Column(key, key, right=True) for key in ("slices", "flipflops", "mult18", "ram16")]
+        rows = [
+            {
+                "region": r.name,
+                "state": r.state,
+                "design": r.design,
+                "service": r.service_id,
+                "module": r.module,
+                "slices": r.resources.slices,
+                "flipflops": r.resources.flipflops,
+                "mult18": r.resources.mult18,
+                "ram16": r.resources.ram16,
+            }
+            for r in self.framework.regions()
+        ]
+        labels = {key: _ID for key in ("service", "slices", "flipflops", "mult18", "ram16")}
+        title = f"regions of {self.framework.fabric.profile.board.name}"
+        self._table(title, columns, rows, labels, "the fabric has no regions")
 
-    def _table(self, table: Table, empty: str) -> None:
-        if table.row_count:
-            self.console.print(table)
-        else:
+    def _table(
+        self,
+        title: str | None,
+        columns: list[_Column],
+        rows: list[dict[str, Any]],
+        labels: dict[str, str],
+        empty: str | None = None,
+    ) -> None:
+        """Show ``rows`` (values keyed by column): as a table, or with ``json_lines`` as data
+        under ``tables`` (``{"title", "rows", "labels"}``; the kind of each numeric column in
+        ``labels["rows"]``, the rule of every ``--json`` document). No rows: the ``empty``
+        line instead of a table (in JSON too)."""
+        if self.json_lines:
+            entry: dict[str, Any] = {"title": title, "rows": rows}
+            if labels:
+                entry["labels"] = {"rows": labels}
+            self._data.setdefault("tables", []).append(entry)
+            if not rows and empty is not None:
+                self._say(empty)
+            return
+        if not rows and empty is not None:
             self._say(empty)
+            return
+        table = Table(title=title)
+        for column in columns:
+            table.add_column(
+                column.header, justify="right" if column.right else "left", no_wrap=column.no_wrap
+            )
+        for row in rows:
+            table.add_row(*(column.show(row[column.key]) for column in columns))
+        self.console.print(table)
 
     # -- juggling ----------------------------------------------------------------------------
 
@@ -361,6 +438,30 @@ class JuggleShell(cmd.Cmd):
         moved = ", ".join(f"service {sid} → {tier}" for sid, tier in sorted(report.tiers.items()))
         where = f" (region {report.region})" if report.region else ""
         self._say(f"juggled: {moved or 'nothing changed'}{where}")
+        if self.json_lines:
+            self._say(
+                f"reconfiguration {report.reconfiguration_ms:.3f} ms (calibrated), bridge "
+                f"switching {report.bridge_ms:.3f} ms (input), runtime overhead "
+                f"{_us(report.overhead_us)} µs (measured)"
+            )
+            for step in report.steps:
+                self._say(f"  - {step}")
+            self._data.setdefault("reports", []).append(
+                {
+                    "tiers": {str(sid): tier for sid, tier in sorted(report.tiers.items())},
+                    "region": report.region,
+                    "reconfiguration_ms": report.reconfiguration_ms,
+                    "bridge_ms": report.bridge_ms,
+                    "overhead_us": report.overhead_us,
+                    "steps": list(report.steps),
+                    "labels": {
+                        "reconfiguration_ms": "calibrated",
+                        "bridge_ms": "input",
+                        "overhead_us": "measured",
+                    },
+                }
+            )
+            return
         table = Table(show_header=True)
         table.add_column("figure")
         table.add_column("value", justify="right")
@@ -382,19 +483,21 @@ class JuggleShell(cmd.Cmd):
             f"service {st.service_id} ({st.interface}) on {st.tier}: {st.total.calls} calls, "
             f"{st.rate_per_s:,.1f} calls/s, {st.inflight} in flight (measured)"
         )
-        table = Table(title="call durations, measured (wall clock of this machine)")
-        table.add_column("scope")
-        for column in ("calls", "errors", "timed", "mean µs", "p50 µs", "p99 µs", "max µs"):
-            table.add_column(column, justify="right")
-        _stat_row(table, "total", st.total)
-        for group, rows in (
+        rows = [_stat_row("total", st.total)]
+        for group, scopes in (
             ("tier", st.per_tier),
             ("consumer", st.per_consumer),
             ("method", st.per_method),
         ):
-            for name, stats in rows.items():
-                _stat_row(table, f"{group} {name}", stats)
-        self.console.print(table)
+            rows += [_stat_row(f"{group} {name}", stats) for name, stats in scopes.items()]
+        columns = [_Column("scope", "scope")]
+        columns += [_Column(key, key, right=True, show=str) for key in ("calls", "errors", "timed")]
+        columns += [
+            _Column(f"{key}_us", f"{key} µs", right=True, show=_us)
+            for key in ("mean", "p50", "p99", "max")
+        ]
+        labels = {column.key: "measured" for column in columns[1:]}
+        self._table("call durations, measured (wall clock of this machine)", columns, rows, labels)
 
     # -- policy ------------------------------------------------------------------------------
 
@@ -488,13 +591,12 @@ class JuggleShell(cmd.Cmd):
                 raise _UsageError(f"no command {words[0]!r}; type 'help' for the commands")
             self._say(str(method.__doc__))
             return
-        table = Table(title="commands")
-        table.add_column("command")
-        table.add_column("what it does")
+        rows = []
         for name in _COMMAND_ORDER:
             usage, _, what = str(getattr(self, f"do_{name}").__doc__).partition(": ")
-            table.add_row(usage, what)
-        self.console.print(table)
+            rows.append({"command": usage, "what": what})
+        columns = [_Column("command", "command"), _Column("what", "what it does")]
+        self._table("commands", columns, rows, {})
 
     def do_quit(self, arg: str) -> bool:
         """quit: leave the shell (end of input does too)."""
@@ -515,17 +617,17 @@ def _properties(props: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in props.items()) or "-"
 
 
-def _stat_row(table: Table, scope: str, s: CallStats) -> None:
-    table.add_row(
-        scope,
-        str(s.calls),
-        str(s.errors),
-        str(s.timed),
-        _us(s.mean_us),
-        _us(s.p50_us),
-        _us(s.p99_us),
-        _us(s.max_us),
-    )
+def _stat_row(scope: str, s: CallStats) -> dict[str, Any]:
+    return {
+        "scope": scope,
+        "calls": s.calls,
+        "errors": s.errors,
+        "timed": s.timed,
+        "mean_us": s.mean_us,
+        "p50_us": s.p50_us,
+        "p99_us": s.p99_us,
+        "max_us": s.max_us,
+    }
 
 
 def run_shell(
@@ -538,8 +640,9 @@ def run_shell(
     """Run the shell over a fresh :class:`Framework` on board profile ``fabric``.
 
     Reads commands from ``stdin`` until ``quit`` or end of input, then closes the framework.
-    Returns 0: a failed command was reported on its own line and the session went on (a
-    script that must stop at the first error checks ``JuggleShell.failures``). Raises
+    A failed command is reported on its own line and the session goes on. Returns the exit
+    status: 1 when ``stdin`` is no terminal (a script) and a command failed, else 0 (a script
+    that must stop at the first error checks ``JuggleShell.failures``). Raises
     :class:`~juggle.errors.ProfileError` (or another :class:`~juggle.errors.JuggleError`) when
     the fabric cannot be opened.
     """
@@ -550,6 +653,6 @@ def run_shell(
             shell.run()
         finally:
             shell.workload.stop()
-        return 0
+        return 1 if shell.failures and not shell.interactive else 0
     finally:
         framework.close()

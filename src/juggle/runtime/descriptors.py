@@ -3,7 +3,10 @@
 A descriptor says what a module offers: for each service its interface names, properties,
 ranking and the implementation at each tier — a software class, a native class, a hardware
 driver with a bitstream per region and the resources the design uses (Juggle 3.1, Listing 3),
-and where the module's own Verilog of the design is (``[services.hardware.rtl]``).
+and where the module's own Verilog of the design is (``[services.hardware.rtl]``); the
+workload ``juggle profile`` runs on it (``[services.profile]``, :class:`ProfileSpec`). The
+``[module]`` table may name the board the module was made for (``board``), which
+``juggle module validate`` then checks against by default.
 Class names are resolved inside the module's own code namespace, never against Python's
 global modules. The JSON schema of ``juggle.toml`` is :func:`descriptor_schema`.
 
@@ -57,6 +60,43 @@ class ModuleInfo(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$", description="module name")
     version: str = Field(default="0.0.0", pattern=r"^\d+(\.\d+){0,2}([.\-][\w\-]+)?$")
     description: str = ""
+    board: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][\w.\-]*$",
+        description="the board profile the module was made for (its bitstreams' board); "
+        "`juggle module validate` checks against it unless --fabric says otherwise",
+    )
+
+
+#: the argument generators of a :class:`ProfileSpec`
+ArgumentKind = Literal["bytes", "buffer", "size", "int32", "uint32"]
+
+#: the largest buffer a profile workload may ask for, in bytes
+MAX_PROFILE_SIZE = 1 << 20
+
+
+class ProfileSpec(_Strict):
+    """``[services.profile]``: the workload ``juggle profile`` runs on the service when
+    juggle has no built-in one for its interface.
+
+    Every call is ``method(*args)``, one argument per entry of ``args``: ``bytes`` (random
+    bytes), ``buffer`` (a random bytearray the call may change in place: its bytes after the
+    call are compared too), ``size`` (the length of the call's buffers), ``int32`` (a random
+    signed 32-bit int), ``uint32`` (a random int in ``0..2**32-1``). ``sizes`` are the buffer
+    lengths of the checked calls (each size gets the profile's number of random calls); the
+    timed call uses the first.
+    """
+
+    method: str = Field(pattern=r"^[A-Za-z_]\w*$", description="the method profiled")
+    args: list[ArgumentKind] = Field(
+        default_factory=list, max_length=16, description="one generator per argument"
+    )
+    sizes: list[Annotated[int, Field(ge=1, le=MAX_PROFILE_SIZE)]] = Field(
+        default_factory=lambda: [64],
+        min_length=1,
+        max_length=16,
+        description="buffer lengths in bytes of the checked calls; the timed call uses the first",
+    )
 
 
 class ImplementationSpec(_Strict):
@@ -206,6 +246,7 @@ class ServiceSpec(_Strict):
     software: ImplementationSpec | None = None
     native: ImplementationSpec | None = None
     hardware: HardwareSpec | None = None
+    profile: ProfileSpec | None = None
 
     @field_validator("interfaces")
     @classmethod

@@ -23,6 +23,7 @@ from typing import Any
 
 from juggle.core.controllers.base import Controller, StatsSnapshot
 from juggle.core.tiers import Tier
+from juggle.errors import ServiceUnavailableError
 from juggle.fabric.fabric import Fabric
 from juggle.limits import DEFAULT_LIMITS, Limits
 from juggle.runtime.control import ControlLoop
@@ -217,10 +218,19 @@ class Framework:
         """A proxy of the best service for ``interface`` (full or short name) for ``consumer``.
 
         ``filter`` is an LDAP filter on the service properties (``"(version>=1.0)"``).
-        Raises :class:`~juggle.errors.ServiceUnavailableError` when nothing matches.
+        Raises :class:`~juggle.errors.ServiceUnavailableError` when nothing matches (saying
+        so when an installed module would offer ``interface`` once started).
         """
         self._life.check_open()
-        return self._table.get_service(interface, consumer, filter)
+        try:
+            return self._table.get_service(interface, consumer, filter)
+        except ServiceUnavailableError as exc:
+            hint = self._installer.start_hint(interface)
+            if hint is None:
+                raise
+            raise ServiceUnavailableError(
+                f"{exc}; {hint}", interface=exc.interface, service_id=exc.service_id
+            ) from None
 
     def unget_service(self, proxy: ServiceProxy) -> bool:
         """Give ``proxy`` back; its further calls raise

@@ -7,7 +7,8 @@ error leaves nothing behind. It is each :class:`~juggle.runtime.modules.Module`'
 (:class:`~juggle.runtime.modules.ModuleHost`): starting a module builds its managed services
 into the service table (a hardware-only one is juggled into the fabric, unless tenants share
 it); stopping takes them out of the fabric first; updating swaps their classes under running
-consumers.
+consumers. A module is found by its path; a bare name that is no path (``"tdes"``) is the
+shipped example module of that name (:func:`find_module`), as ``juggle profile`` finds it.
 """
 
 from __future__ import annotations
@@ -53,12 +54,40 @@ from juggle.runtime.services import ManagedService, ServiceHost
 from juggle.runtime.synthesis import pick_figures, read_report
 from juggle.runtime.table import ServiceTable
 
-__all__ = ["Installer"]
+__all__ = ["Installer", "find_module"]
 
 log = logging.getLogger("juggle")
 
 #: the tiers a module's descriptor names classes for
 SOFT_TIERS = (Tier.SOFTWARE, Tier.NATIVE)
+
+
+def find_module(path: str | Path) -> str | Path:
+    """Where the module ``path`` names is: ``path`` itself when it exists (a path that exists
+    always wins), else the shipped example module of that name when ``path`` is a bare name
+    (no folder part, e.g. ``"tdes"``, :func:`juggle.shipped.example_module`), else ``path``
+    unchanged (opening it then says it does not exist).
+
+    Raises :class:`~juggle.errors.ModuleError` naming ``path`` and the shipped examples when
+    ``path`` is a bare name that is neither a path nor a shipped example.
+    """
+    candidate = Path(path)
+    if candidate.exists() or candidate.name != str(path) or candidate.name in ("", ".", ".."):
+        return path
+    from juggle.shipped import example_modules
+
+    try:
+        folder = example_modules()
+    except UnknownModuleError:  # an installation without its examples
+        return path
+    if (folder / candidate.name).is_dir():
+        return folder / candidate.name
+    known = ", ".join(sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name[0] != "_"))
+    raise ModuleError(
+        f"no module at {str(path)!r}: path does not exist, and no shipped example module has "
+        f"that name (examples: {known})",
+        path=str(path),
+    )
 
 
 class Installer:
@@ -113,8 +142,9 @@ class Installer:
     def _open_module(self, path: str | Path) -> tuple[ModuleSource, Descriptor]:
         """Open, authenticate and parse the module at ``path`` and verify its pinned files,
         before any of its code runs (:meth:`ModuleSource.authenticate`, with the options'
-        ``trusted_keys``)."""
-        source = ModuleSource.open(path, self._options.limits)
+        ``trusted_keys``); a bare name that is no path is a shipped example
+        (:func:`find_module`)."""
+        source = ModuleSource.open(find_module(path), self._options.limits)
         keys = self._options.trusted_keys
         descriptor, _ = source.authenticate(list(keys) if keys is not None else None)
         return source, descriptor
@@ -373,6 +403,31 @@ class Installer:
                 return module
         raise UnknownModuleError(
             f"no installed module {module_id_or_name!r}", module=str(module_id_or_name)
+        )
+
+    def start_hint(self, interface: str) -> str | None:
+        """Why no service offers ``interface`` (full or short name) when an installed module
+        would offer it once started: a sentence naming the module(s) and what to do, for the
+        framework to add to its :class:`~juggle.errors.ServiceUnavailableError`; None when no
+        installed, unstarted module declares that interface."""
+        from juggle.runtime.interfaces import short_name
+
+        waiting = [
+            module
+            for module in self._installed()
+            if module.state is ModuleState.INSTALLED
+            and any(
+                interface in (name, short_name(name))
+                for spec in module.descriptor.services
+                for name in spec.interfaces
+            )
+        ]
+        if not waiting:
+            return None
+        names = ", ".join(f"{m.name!r} (id {m.module_id})" for m in waiting)
+        return (
+            f"module {names} offers it but is installed, not started: start it first "
+            "(module.start(); in the shell: start ID)"
         )
 
     def modules(self) -> tuple[ModuleSnapshot, ...]:

@@ -7,7 +7,13 @@ class must exist (defined in the module, or re-exported from an installed packag
 is read the same way), have the interface's methods (its own or inherited from classes found the
 same way), and a constructor taking what the runtime passes (nothing for an implementation, the
 MMIO window for a driver). Python files are located with :class:`importlib.machinery.PathFinder`
-on paths, never by importing a package.
+on paths, never by importing a package. An interface the module defines itself is read the same
+way: it must exist, and its public methods are the ones the classes must have. A hardware
+service's register model must carry the design name its bitstreams carry (its class-level
+``design``, where it is a string literal).
+
+The board checked against is ``fabric`` when given, else the one the descriptor records
+(``[module] board``), else ``xupv2p``; the report says which (``fabric``, ``fabric_from``).
 
 ``imported=True`` (CLI ``--import``) additionally installs the module in a throwaway framework,
 which imports and runs its code, and says so in the report.
@@ -24,6 +30,7 @@ from typing import Any
 
 from juggle.errors import (
     InputLimitError,
+    ModelRegistrationError,
     ModuleCodeError,
     UnknownClassError,
     UnknownInterfaceError,
@@ -37,7 +44,10 @@ from juggle.runtime.modules import ModuleSource
 from juggle.runtime.rtlsources import module_rtl
 from juggle.runtime.synthesis import pick_figures, read_report
 
-__all__ = ["validate_module"]
+__all__ = ["DEFAULT_FABRIC", "validate_module"]
+
+#: the board checked against when neither ``fabric`` nor the descriptor names one
+DEFAULT_FABRIC = "xupv2p"
 
 #: re-exports followed before giving up (a chain of ``from x import y``)
 _MAX_HOPS = 12
@@ -197,10 +207,13 @@ def _check_class(
     source: ModuleSource,
     dotted: str,
     what: str,
-    interface: type | None,
+    interface: tuple[str, tuple[str, ...]] | None,
     args: int,
     limits: Limits,
-) -> None:
+) -> _Found:
+    """Find class ``dotted`` in the module's source and check it has the methods of
+    ``interface`` (its name and public method names) and a constructor taking ``args``
+    arguments; returns where it was found."""
     module_path, _, attr = dotted.rpartition(".")
     reader = _Reader(source, None, limits)
     rel = reader.locate(module_path) if module_path else None
@@ -217,13 +230,64 @@ def _check_class(
         )
     methods = _methods(found, limits)
     if interface is not None:
-        missing = [m.name for m in interface_methods(interface) if m.name not in methods]
+        name, required = interface
+        missing = [m for m in required if m not in methods]
         if missing:
             raise UnknownClassError(
-                f"class {dotted!r} lacks method(s) {', '.join(missing)} of {interface.__name__}",
+                f"class {dotted!r} lacks method(s) {', '.join(missing)} of {name}",
                 class_name=dotted,
             )
     _check_constructor(methods.get("__init__"), dotted, args)
+    return found
+
+
+def _own_interface(
+    source: ModuleSource, name: str, limits: Limits
+) -> tuple[str, tuple[str, ...]] | None:
+    """The interface ``name`` as the module's own source defines it: (its class name, its
+    public method names), or None when the module has no code file for it (it resolves
+    nowhere then). Raises :class:`~juggle.errors.UnknownInterfaceError` when that file
+    defines no such class."""
+    module_path, _, attr = name.rpartition(".")
+    reader = _Reader(source, None, limits)
+    rel = reader.locate(module_path) if module_path else None
+    if rel is None:
+        return None
+    found = _find_class(reader, rel, attr, limits)
+    if found is None:
+        raise UnknownInterfaceError(
+            f"interface {name!r}: the module's {reader.show(rel)} defines no class {attr!r}",
+            path=reader.show(rel),
+            interface=name,
+        )
+    methods = tuple(m for m in _methods(found, limits) if not m.startswith("_"))
+    return attr, methods
+
+
+def _literal_design(found: _Found, limits: Limits, hops: int = 0) -> str | None:
+    """The string a register model class (or a base found in source) assigns to ``design``
+    in its body, or None when no non-empty string literal is assigned there."""
+    for item in reversed(found.node.body):
+        value: ast.expr | None = None
+        if (
+            isinstance(item, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "design" for t in item.targets)
+        ) or (
+            isinstance(item, ast.AnnAssign)
+            and isinstance(item.target, ast.Name)
+            and item.target.id == "design"
+        ):
+            value = item.value
+        if value is not None:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value or None  # "": RegisterModel's own, no design named
+            return None
+    for base in found.node.bases:
+        if hops < _MAX_HOPS and isinstance(base, ast.Name):
+            parent = _find_class(found.reader, found.file, base.id, limits)
+            if parent is not None:
+                return _literal_design(parent, limits, hops + 1)
+    return None
 
 
 def _check_hardware(
@@ -255,12 +319,13 @@ def _static(
     services = []
     with open_fabric(fabric_name) as fabric:
         for spec in descriptor.services:
-            interface: type | None = None
+            interface: tuple[str, tuple[str, ...]] | None = None
             try:
-                interface = catalog.resolve(spec.interfaces[0])
+                known = catalog.resolve(spec.interfaces[0])
+                interface = (known.__name__, tuple(m.name for m in interface_methods(known)))
             except UnknownInterfaceError:
-                module_path = spec.interfaces[0].rpartition(".")[0]
-                if not module_path or _Reader(source, None, limits).locate(module_path) is None:
+                interface = _own_interface(source, spec.interfaces[0], limits)
+                if interface is None:
                     raise
             for tier in ("software", "native"):
                 impl = getattr(spec, tier)
@@ -269,9 +334,20 @@ def _static(
             bitstreams: dict[str, dict[str, Any]] = {}
             if spec.hardware is not None:
                 _check_class(source, spec.hardware.driver, "driver", interface, 1, limits)
+                model_design: str | None = None
                 if spec.hardware.model:
-                    _check_class(source, spec.hardware.model, "model", None, 0, limits)
+                    found = _check_class(source, spec.hardware.model, "model", None, 0, limits)
+                    model_design = _literal_design(found, limits)
                 bitstreams = _check_hardware(source, spec, fabric, limits)
+                for region, entry in bitstreams.items():
+                    if model_design is not None and model_design != entry["design"]:
+                        raise ModelRegistrationError(
+                            f"model {spec.hardware.model!r} is of design {model_design!r}, "
+                            f"but the bitstream for {region} carries design "
+                            f"{entry['design']!r}: the fabric would find no model for it",
+                            design=entry["design"],
+                            value=model_design,
+                        )
             services.append(
                 {
                     "interfaces": list(spec.interfaces),
@@ -286,25 +362,35 @@ def _static(
 def validate_module(
     path: str | Path,
     *,
-    fabric: str = "xupv2p",
+    fabric: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
     trusted_keys: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Check the module at ``path`` against board ``fabric`` without running its code (the
     report's ``imported`` is False: to run it too, install it in a throwaway framework, as
-    ``juggle module validate --import`` does). With ``trusted_keys`` (as
-    :class:`juggle.Framework` takes them) the module must be signed by one of them, as such a
-    framework would require.
+    ``juggle module validate --import`` does). ``fabric`` None: the board the descriptor
+    records (``[module] board``), else :data:`DEFAULT_FABRIC`; the report's ``fabric`` names
+    the board checked and ``fabric_from`` where it came from (``argument``, ``descriptor``,
+    ``default``). With ``trusted_keys`` (as :class:`juggle.Framework` takes them) the module
+    must be signed by one of them, as such a framework would require.
 
     Raises the :class:`~juggle.errors.JuggleError` an install would raise, naming the value.
     """
     trusted = load_public_keys(trusted_keys) if trusted_keys is not None else None
     source = ModuleSource.open(path, limits)
     descriptor, signer = source.authenticate(trusted)
-    services = _static(source, descriptor, fabric, limits)
+    if fabric is not None:
+        board, board_from = fabric, "argument"
+    elif descriptor.module.board is not None:
+        board, board_from = descriptor.module.board, "descriptor"
+    else:
+        board, board_from = DEFAULT_FABRIC, "default"
+    services = _static(source, descriptor, board, limits)
     report: dict[str, Any] = {
         "name": descriptor.module.name,
         "version": descriptor.module.version,
+        "fabric": board,
+        "fabric_from": board_from,
         "format": descriptor.format,
         "services": services,
         "pinned": sorted(descriptor.pins),

@@ -23,7 +23,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from juggle.commands.output import announce, fail
+from juggle.commands.output import announce, console, fail
 from juggle.commands.progressbar import progress_bar
 from juggle.errors import JuggleError
 from juggle.simulate.ofdm.experiment import OfdmConfig, run_ofdm
@@ -96,7 +96,7 @@ def ofdm(
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        render(doc, Console())
+        render(doc, console())
 
 
 def render(doc: dict[str, Any], console: Console) -> None:

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from juggle.commands.output import console
 from juggle.simulate.reconos.ecos import modeled_ecos_ppc
 
 __all__ = ["register", "render_oscall", "simulate_document", "simulate_oscall"]
@@ -47,7 +48,7 @@ def simulate_oscall(
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        render_oscall(doc, Console())
+        render_oscall(doc, console())
 
 
 def render_oscall(doc: dict[str, Any], console: Console) -> None:

@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from juggle.commands.output import announce, fail
+from juggle.commands.output import announce, console, fail
 from juggle.commands.progressbar import progress_bar
 from juggle.errors import ConfigurationError, JuggleError
 from juggle.simulate.router.experiments import EXPERIMENTS, run_edge_router
@@ -79,7 +79,7 @@ def edge_router(
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        render_edge_router(doc, Console())
+        render_edge_router(doc, console())
 
 
 def render_edge_router(doc: dict[str, Any], console: Console) -> None:

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from juggle.commands.output import announce, fail
+from juggle.commands.output import announce, console, fail
 from juggle.commands.progressbar import progress_bar
 from juggle.errors import ConfigurationError, HwThreadArgumentError
 from juggle.simulate.plot_files import check_png
@@ -68,7 +68,9 @@ def register(simulate_app: typer.Typer) -> None:
         size: Annotated[int, typer.Option("--size", help="Number of 32-bit words.")] = 2**18,
         chunks: Annotated[
             int | None,
-            typer.Option("--chunks", help="Number of chunks [default: one per 2048 words]."),
+            typer.Option(
+                "--chunks", help=escape("Number of chunks [default: one per 2048 words].")
+            ),
         ] = None,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the random input.")] = 0,
         plot: Annotated[
@@ -97,6 +99,6 @@ def register(simulate_app: typer.Typer) -> None:
         if json_output:
             typer.echo(json.dumps(result, indent=2))
         else:
-            Console().print(_table(result))
+            console().print(_table(result))
         if not all(result["runs"][name]["verified"] for name in RUN_NAMES):
             raise typer.Exit(code=1)

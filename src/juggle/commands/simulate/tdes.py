@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from juggle.commands.output import announce, fail
+from juggle.commands.output import announce, console, fail
 from juggle.errors import ConfigurationError, JuggleError
 from juggle.simulate.plot_files import check_png
 from juggle.simulate.tdes.model import run_tdes, run_tdes_energy
@@ -73,7 +73,7 @@ def tdes(
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        render_tdes(doc, Console())
+        render_tdes(doc, console())
 
 
 def render_tdes(doc: dict[str, Any], console: Console) -> None:

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from juggle.commands.output import console
 from juggle.simulate.thumbpod import run_thumbpod
 
 __all__ = ["register", "render_thumbpod", "thumbpod"]
@@ -31,7 +32,7 @@ def thumbpod(
     if json_out:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        render_thumbpod(doc, Console())
+        render_thumbpod(doc, console())
 
 
 def _cell(value: float | None, unit: str = "") -> str:

@@ -1,0 +1,86 @@
+"""``juggle cluster ...``: the cluster's certificates (and, below, its runtime).
+
+``ca DIR`` makes the cluster CA; ``issue --ca DIR NAME --kind tenant|node [--host H]... --out
+DIR`` signs a tenant's or a node's certificate (:mod:`juggle.cluster.pki`). Every command takes
+``--json`` and then prints exactly one JSON document, errors included.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from juggle.commands.output import JsonOpt, emit_json, fail
+from juggle.errors import JuggleError
+
+__all__ = ["cluster_app", "cluster_ca", "cluster_issue"]
+
+cluster_app = typer.Typer(
+    help="The cluster: its CA and certificates (mutual TLS between clients and daemons).",
+    no_args_is_help=True,
+)
+
+
+def _paths_doc(cert: Path, key: Path, ca: Path) -> dict[str, str]:
+    return {"cert": str(cert), "key": str(key), "ca": str(ca)}
+
+
+@cluster_app.command("ca")
+def cluster_ca(
+    directory: Annotated[Path, typer.Argument(help="Folder of the new CA (made mode 0700).")],
+    name: Annotated[str, typer.Option(help="The CA's subject CN.")] = "juggle cluster CA",
+    days: Annotated[int, typer.Option(help="Days the CA certificate is valid.")] = 3650,
+    json_out: JsonOpt = False,
+) -> None:
+    """Make the cluster CA in DIRECTORY: ca.crt and ca.key (mode 0600); never overwrites."""
+    from juggle.cluster.pki import create_ca
+
+    try:
+        paths = create_ca(directory, name=name, days=days)
+    except JuggleError as exc:
+        fail(exc, json_out)
+    doc = _paths_doc(paths.cert, paths.key, paths.ca)
+    if json_out:
+        emit_json(doc)
+    else:
+        typer.echo(f"CA {name!r}: {paths.cert} (key {paths.key}, mode 0600)")
+
+
+@cluster_app.command("issue")
+def cluster_issue(
+    name: Annotated[str, typer.Argument(help="The certificate's CN: a tenant or node name.")],
+    ca: Annotated[Path, typer.Option("--ca", help="Folder of the cluster CA.")],
+    kind: Annotated[str, typer.Option("--kind", help="tenant (a client) or node (a daemon).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write NAME.crt, NAME.key to.")],
+    host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--host",
+            help="node: a host name or address the daemon is reached at (repeatable; "
+            "localhost and 127.0.0.1 are always in).",
+        ),
+    ] = None,
+    days: Annotated[int, typer.Option(help="Days the certificate is valid.")] = 365,
+    json_out: JsonOpt = False,
+) -> None:
+    """Sign a tenant's or node's certificate with the cluster CA: NAME.crt, NAME.key (mode
+    0600) and a copy of ca.crt in --out."""
+    from juggle.cluster.pki import issue
+    from juggle.daemon.tls import CertificateError
+
+    try:
+        if host and kind != "node":
+            raise CertificateError(f"--host is for node certificates, not {kind}", value=kind)
+        paths = issue(ca, name, kind, out, days=days, hosts=tuple(host or ()))  # type: ignore[arg-type]
+    except JuggleError as exc:
+        fail(exc, json_out)
+    doc = {"name": name, "kind": kind, **_paths_doc(paths.cert, paths.key, paths.ca)}
+    if json_out:
+        emit_json(doc)
+    else:
+        typer.echo(f"{kind} {name}: {paths.cert} (key {paths.key}, mode 0600; CA {paths.ca})")
+
+
+# -- R: `juggle cluster status` goes below this line (issue 24) --------------------------------

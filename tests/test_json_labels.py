@@ -45,7 +45,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from juggle.commands.cli import _register_scenarios, app
-from juggle.commands.remote import COMMANDS, labeled, run_remote
+from juggle.commands.remote import COMMANDS, labeled
 from juggle.daemon.client import Client
 from juggle.daemon.protocol import to_wire
 from juggle.fabric.resources import Resources
@@ -116,6 +116,11 @@ WALKED: dict[str, list[str]] = {
 """Commands outside ``simulate`` whose ``--json`` the walk reads, with the arguments it uses."""
 
 REMOTE: dict[str, list[str]] = {
+    "whoami": ["whoami"],
+    "install": ["install", "{module}"],
+    "modules": ["modules"],
+    "reload-policy": ["reload-policy"],
+    "trust": ["trust"],
     "services": ["services"],
     "regions": ["regions"],
     "tenants": ["tenants"],
@@ -123,9 +128,11 @@ REMOTE: dict[str, list[str]] = {
     "recover": ["recover", "prr0"],
     "tier": ["tier", "1", "software"],
     "juggle": ["juggle", "--to-hardware", "1"],
+    "uninstall": ["uninstall", "tdes"],
 }
 """The operator commands (``juggle --connect SOCKET ARGS --json``) the walk runs on one daemon
-(:func:`remote_docs`), with their arguments (service 1 is the module the walk installs)."""
+(:func:`remote_docs`), with their arguments (service 1 is the module the walk installs, from
+the folder ``{module}`` stands for)."""
 
 SHELL_SCRIPT = [
     f"install {MODULES / 'tdes'}",
@@ -147,6 +154,9 @@ NOT_WALKED: dict[str, str] = {
     "board check": "a pass/fail report of the board profile's checks: no figure",
     "cluster ca": "creates the cluster CA and prints its file paths: no figure",
     "cluster issue": "issues a certificate and prints its file paths and subject: no figure",
+    "cluster status": "needs a Ray cluster: walked by the same rules in tests/cluster/"
+    "test_cluster_runtime.py::test_status_and_snapshots_show_the_boards_and_what_their_"
+    "regions_hold",
     "daemon": "starts the daemon and prints its socket path and pid: no figure",
     "dashboard": "starts the web dashboard and prints its address: no figure",
     "module bitstream": "writes a bitstream file and prints its path, design, region and size "
@@ -317,7 +327,10 @@ def test_simulate_json_labels_every_figure(argv: list[str]) -> None:
 def test_bench_json_labels_every_figure() -> None:
     """Every bench group (a quick run of all of them, rtl and daemon included)."""
     doc = run_json(["bench", "--json", "--quick"])
-    groups = ["proxy", "alloc", "sim", "oscall", "sharing", "rtl", "daemon", "verify", "linux"]
+    groups = [
+        *("proxy", "alloc", "sim", "oscall", "sharing", "rtl", "daemon", "verify", "linux"),
+        "cluster",
+    ]
     assert set(doc["group_seconds"]) == set(groups)
     assert unlabeled(doc) == []
     assert paper_values_not_input(doc) == []
@@ -462,11 +475,10 @@ def cli_json(socket: Path, argv: list[str]) -> Any:
 @pytest.fixture(scope="module")
 def remote_docs() -> Iterator[dict[str, Any]]:
     """Every operator command's document, from one daemon (this uid a tenant and an admin)
-    at its fullest: the faulty tdes module installed and in hardware (``regions``), a bus
-    error quarantines prr0 (``services``), ``recover`` puts it back, a hardware call, then
-    ``stats``, ``tenants``, ``tier``, ``juggle``. The commands of :data:`COMMANDS` the CLI
-    does not have (``whoami``, ``install``, ``modules``, ``reload-policy``) by
-    :func:`~juggle.commands.remote.run_remote`, whose documents the CLI prints."""
+    at its fullest, every one through the CLI (:data:`REMOTE`): the faulty tdes module
+    installed and in hardware (``regions``), a bus error quarantines prr0 (``services``),
+    ``recover`` puts it back, a hardware call, then ``stats``, ``tenants``, ``tier``,
+    ``juggle``, and ``uninstall`` last."""
     base = make_base()
     uid = os.getuid()
     policy = f'version = 1\nadmin_uids = [{uid}]\n\n[[tenants]]\nname = "ops"\nuids = [{uid}]\n'
@@ -476,10 +488,9 @@ def remote_docs() -> Iterator[dict[str, Any]]:
     try:
         module = faulty_tdes(base)
         daemon.start()
-        docs["whoami"] = run_remote(sock, "whoami")
-        docs["install"] = run_remote(sock, "install", module=module)
-        docs["modules"] = run_remote(sock, "modules")
-        docs["reload-policy"] = run_remote(sock, "reload-policy")
+        for name in ("whoami", "install", "modules", "reload-policy", "trust"):
+            argv = [word.format(module=module) for word in REMOTE[name]]
+            docs[name] = cli_json(sock, argv)
         with daemon.client() as ops:
             (sid,) = [s.service_id for s in ops.services()]
             assert sid == 1  # what REMOTE's arguments name
@@ -495,6 +506,8 @@ def remote_docs() -> Iterator[dict[str, Any]]:
             enc.encrypt(bytearray(16), 16)  # in hardware again
             for name in ("stats", "tenants", "tier", "juggle"):
                 docs[name] = cli_json(sock, REMOTE[name])
+            ops.unget_service(enc)
+        docs["uninstall"] = cli_json(sock, REMOTE["uninstall"])
         yield docs
     finally:
         daemon.kill()
@@ -505,7 +518,7 @@ def test_every_remote_command_is_walked(remote_docs: dict[str, Any]) -> None:
     """The walk has a document of every daemon command, and the state it meant: a
     programmed region, a report of the recovery, a fallback and a modeled hardware call in
     the statistics, a tenant with a device, a numeric service property."""
-    assert set(remote_docs) == set(COMMANDS) and set(REMOTE) <= set(COMMANDS)
+    assert set(remote_docs) == set(COMMANDS) == set(REMOTE)
     (region,) = remote_docs["regions"]
     assert region["state"] == "PROGRAMMED" and region["service_id"] == 1
     assert remote_docs["recover"]["to_hardware"] == 1
@@ -516,11 +529,17 @@ def test_every_remote_command_is_walked(remote_docs: dict[str, Any]) -> None:
     assert tenant["name"] == "ops" and tenant["devices"]
     (service,) = remote_docs["services"]
     assert service["properties"]["block_bytes"] == 8
+    assert remote_docs["uninstall"]["name"] == remote_docs["install"]["name"] == "tdes"
+    assert remote_docs["modules"][0]["services"] == [1]
+    assert remote_docs["trust"] == {"required": False, "keys": [], "labels": {}}
 
 
 FILLED: dict[str, dict[str, Any]] = {"reload-policy": {"closed_connections": [7]}}
 """Fields of a plain-map document the walk's daemon leaves empty, set as they would be (a
 reload that closed connection 7)."""
+
+NO_FIGURES: dict[str, str] = {"trust": "key fingerprints and the files they came from"}
+"""Daemon commands whose document holds no figure, with what it holds instead."""
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -528,7 +547,7 @@ def test_remote_command_labels_every_figure(remote_docs: dict[str, Any], name: s
     doc = remote_docs[name]
     if name in FILLED:
         doc = {**doc, **FILLED[name]}
-    assert figure_labels(doc), f"{name}: no figure to walk"
+    assert bool(figure_labels(doc)) is (name not in NO_FIGURES), f"{name}: figures?"
     assert unlabeled(doc) == []
     assert paper_values_not_input(doc) == []
 
@@ -539,13 +558,14 @@ CLIENT_METHOD: dict[str, str] = {
     "tenants": "tenants",
     "modules": "modules",
     "install": "install",
+    "uninstall": "uninstall",
     "stats": "statistics",
     "juggle": "juggle",
     "tier": "set_tier",
     "recover": "recover",
 }
-"""The client method behind each daemon command that returns snapshots (``whoami`` and
-``reload-policy`` return plain maps: the daemon walk covers them)."""
+"""The client method behind each daemon command that returns snapshots (``whoami``,
+``reload-policy`` and ``trust`` return plain maps: the daemon walk covers them)."""
 
 
 def fullest(tp: Any) -> Any:
@@ -582,7 +602,7 @@ def test_every_field_of_a_remote_snapshot_is_labeled(name: str) -> None:
     """Every numeric field the snapshot type behind ``name`` has (read from the client's
     return type: a field added to the runtime's snapshot is walked here at once), set, is
     labeled in the command's document."""
-    assert set(CLIENT_METHOD) | {"whoami", "reload-policy"} == set(COMMANDS)
+    assert set(CLIENT_METHOD) | {"whoami", "reload-policy", "trust"} == set(COMMANDS)
     returned = typing.get_type_hints(getattr(Client, CLIENT_METHOD[name]))["return"]
     doc = labeled(name, to_wire(fullest(returned)))
     assert figure_labels(doc), f"{name}: no figure to walk"

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +23,16 @@ import pytest
 pytest.importorskip("ray", reason="the cluster tests need the cluster extra: juggle[cluster]")
 
 from cluster_support import CONSUMERS, LocalCluster, key
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the label walk's rules
 from Crypto.Cipher import DES3
 
 from juggle.cluster import ClusterClient, Directory, connect
 from juggle.errors import DaemonUnavailableError
+from labels_support import (  # type: ignore[import-not-found, unused-ignore]
+    paper_values_not_input,
+    unlabeled,
+)
 
 INTERFACE = "crypto.EncryptionService"
 WAIT_S = 60.0
@@ -305,6 +313,8 @@ def test_status_and_snapshots_show_the_boards_and_what_their_regions_hold(
         )
         assert result.exit_code == 0, result.output
         doc = json.loads(result.stdout)
+        # the label walk's rules (tests/test_json_labels.py lists this command as walked here)
+        assert unlabeled(doc) == [] and paper_values_not_input(doc) == []
         assert [n["name"] for n in doc["nodes"]] == ["b1", "b2", "b3"]
         holders = {
             (n["name"], r["name"]) for n in doc["nodes"] for r in n["regions"] if r["service"]
@@ -314,7 +324,7 @@ def test_status_and_snapshots_show_the_boards_and_what_their_regions_hold(
         }
         assert expected and expected <= holders
         assert sum(len(n["regions"]) for n in doc["nodes"]) == 4
-        assert doc["labels"]["load_per_s"] == "measured"
+        assert doc["labels"]["nodes"]["load_per_s"] == "measured"
 
         assert {node for node, _ in client.regions()} == {"b1", "b2", "b3"}
         assert len([s for node, s in client.services() if s.module == "des"]) == 3

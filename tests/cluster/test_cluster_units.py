@@ -135,7 +135,7 @@ def test_directory_lookups_and_the_status_document() -> None:
     assert [n["name"] for n in doc["nodes"]] == ["b1", "b2"]
     assert doc["nodes"][0]["regions"] == [{"name": "prr0", "state": "PROGRAMMED", "service": tdes}]
     assert doc["nodes"][1]["alive"] is False
-    assert doc["labels"]["calls_per_s"] == "measured"
+    assert doc["labels"]["nodes"]["services"]["calls_per_s"] == "measured"
     assert up.same_state(NodeReport(**{**_fields(up), "sampled_at": 99.0}))
     assert not up.same_state(NodeReport(**{**_fields(up), "load_per_s": 6.0}))
 

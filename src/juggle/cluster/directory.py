@@ -239,6 +239,9 @@ def status_document(directory: Directory) -> dict[str, Any]:
                         "software_mean_us": s.software_mean_us,
                         "hardware_mean_us": s.hardware_mean_us,
                         "hardware_mean_label": s.hardware_label,
+                        # this service's hardware mean: measured on a board, modeled on a
+                        # simulated one
+                        "labels": {"hardware_mean_us": s.hardware_label},
                     }
                     for s in node.services
                 ],
@@ -249,13 +252,18 @@ def status_document(directory: Directory) -> dict[str, Any]:
         "period": directory.period,
         "nodes": nodes,
         "labels": {
-            "load_per_s": "measured",
-            "calls": "measured",
-            "hardware_calls": "measured",
-            "calls_per_s": "measured",
-            "software_mean_us": "measured",
-            "hardware_mean_us": "measured, or modeled on a simulated board (hardware_mean_label)",
-            "epoch": "measured",
-            "regions": "measured",
+            "generation": "measured",  # directory updates counted so far
+            "period": "measured",  # controller periods run so far
+            "nodes": {
+                "epoch": "measured",  # daemon starts of the board counted by its agent
+                "load_per_s": "measured",
+                "services": {
+                    "service_id": "input",  # an id the board's daemon gave
+                    "calls": "measured",
+                    "hardware_calls": "measured",
+                    "calls_per_s": "measured",
+                    "software_mean_us": "measured",
+                },
+            },
         },
     }

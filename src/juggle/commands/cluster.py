@@ -1,8 +1,10 @@
 """``juggle cluster ...``: the cluster's certificates (and, below, its runtime).
 
 ``ca DIR`` makes the cluster CA; ``issue --ca DIR NAME --kind tenant|node [--host H]... --out
-DIR`` signs a tenant's or a node's certificate (:mod:`juggle.cluster.pki`). Every command takes
-``--json`` and then prints exactly one JSON document, errors included.
+DIR`` signs a tenant's or a node's certificate (:mod:`juggle.cluster.pki`); ``status`` prints
+the controller's directory; ``dashboard`` serves the cluster page over it
+(:mod:`juggle.dashboard.cluster`). Every command takes ``--json`` and then prints exactly one
+JSON document, errors included.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from juggle.errors import JuggleError
 __all__ = ["cluster_app", "cluster_ca", "cluster_issue"]
 
 cluster_app = typer.Typer(
-    help="The cluster: its CA and certificates (mutual TLS between clients and daemons).",
+    help="The cluster: its CA and certificates (mutual TLS between clients and daemons), its "
+    "status and its web page.",
     no_args_is_help=True,
 )
 
@@ -176,3 +179,48 @@ def cluster_status(
 
 
 __all__ += ["cluster_status"]
+
+
+# -- X: `juggle cluster dashboard` (issue 24 item 5) -------------------------------------------
+
+
+@cluster_app.command("dashboard")
+def cluster_dashboard(
+    address: Annotated[
+        str, typer.Option("--address", help="The Ray cluster's address (default: auto).")
+    ] = "auto",
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port (0: any free one).")] = 8322,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for the controller per read.")
+    ] = 5.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Serve the cluster page (nodes, regions and what each holds, load) read-only on
+    HOST:PORT, fed by the cluster controller's directory; reads it once before listening,
+    so an unreachable cluster is an error, not an empty page."""
+    import sys
+
+    from juggle.dashboard.cluster import ControllerSource, serve_cluster
+
+    source: ControllerSource | None = None
+
+    def ready(url: str) -> None:
+        if json_out:
+            emit_json({"url": url, "api": url.removesuffix("/cluster") + "/api/cluster"})
+            sys.stdout.flush()
+        else:
+            typer.echo(f"cluster dashboard: {url}", err=True)
+
+    try:
+        source = ControllerSource(address, timeout_s=timeout)
+        source()  # the cluster answers, or the command fails now
+        serve_cluster(source, host, port, on_ready=ready)
+    except JuggleError as exc:
+        fail(exc, json_out)
+    finally:
+        if source is not None:
+            source.close()
+
+
+__all__ += ["cluster_dashboard"]

@@ -32,7 +32,7 @@ th { background: #f2f2f2; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .kind { color: #666; font-size: .8em; }
 #status { color: #666; font-size: .85em; }
-.error { color: #b00; }
+.error, #status.error { color: #b00; }
 button { font-size: .8em; margin-right: .2em; }
 svg.chart { border: 1px solid #ccc; background: #fcfcfc; display: block; }
 svg.chart text { font-size: 10px; fill: #555; }

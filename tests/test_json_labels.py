@@ -157,6 +157,8 @@ NOT_WALKED: dict[str, str] = {
     "cluster status": "needs a Ray cluster: walked by the same rules in tests/cluster/"
     "test_cluster_runtime.py::test_status_and_snapshots_show_the_boards_and_what_their_"
     "regions_hold",
+    "cluster dashboard": "needs a Ray cluster; serves the cluster page and prints its URL: no "
+    "figure (its API's labels are checked in tests/ui/test_ui_cluster.py)",
     "daemon": "starts the daemon and prints its socket path and pid: no figure",
     "dashboard": "starts the web dashboard and prints its address: no figure",
     "module bitstream": "writes a bitstream file and prints its path, design, region and size "

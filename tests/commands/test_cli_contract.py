@@ -297,7 +297,7 @@ def test_help_texts_keep_their_brackets() -> None:
     for path, command in _every_command(TREE):
         texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
         wanted = [part for text in texts for part in _brackets(text)]
-        if not wanted or path == ("daemon",):  # daemon: argparse's own --help
+        if not wanted:
             continue
         result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "300"})
         assert result.exit_code == 0, result.output

@@ -31,12 +31,11 @@ from juggle.daemon.protocol import (
     HEADER,
     PROTOCOL_VERSION,
     InOut,
-    ProtocolError,
     frame,
     pack,
     unpack,
 )
-from juggle.errors import LimitExceededError, PolicyError
+from juggle.errors import LimitExceededError, PolicyError, ProtocolError
 
 needs_root = pytest.mark.skipif(
     not running_as_root(), reason="needs root: clients run as another uid (nobody)"
@@ -283,7 +282,7 @@ def test_bad_limits_are_refused_naming_the_key(table: str, key: str) -> None:
 def _exhaust(path: str) -> dict[str, Any]:
     """As the hostile tenant: open connections until refused, then shared-memory segments on
     them until refused; the counts and the refusals."""
-    clients = []
+    clients: list[Any] = []
     connection_refusal: Any = None
     while len(clients) < 2000:
         try:

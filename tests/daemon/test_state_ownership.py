@@ -341,8 +341,11 @@ def cli_in_child(argv: list[str]) -> dict[str, Any]:
     return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
-def audit_lines(daemon: DaemonProcess) -> list[str]:
-    return [line for line in daemon.log.read_text().splitlines() if "audit:" in line]
+def audit_lines(daemon: DaemonProcess, what: str = "") -> list[str]:
+    """The daemon's audit lines (those naming ``what``, when given)."""
+    return [
+        line for line in daemon.log.read_text().splitlines() if "audit:" in line and what in line
+    ]
 
 
 @needs_root
@@ -394,7 +397,7 @@ def test_recover_over_the_socket_from_the_shell(tmp_path: Path) -> None:
 
             again = juggle_cli(daemon.socket, "recover", "prr0")  # not in ERROR now
             assert again.returncode == 2 and json.loads(again.stdout)["type"]
-        lines = audit_lines(daemon)
+        lines = audit_lines(daemon, "asked to recover")
         assert len(lines) == 3, lines
         bob_line, ops_line, again_line = lines
         assert f"'bob' (uid {BOB}, pid " in bob_line and "recover 'prr0'" in bob_line

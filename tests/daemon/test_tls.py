@@ -407,17 +407,14 @@ def test_handshakes_count_against_max_connections_and_time_out(pki: Pki) -> None
 
 
 def test_tls_requires_all_its_files(pki: Pki, tmp_path: Path) -> None:
-    from juggle.daemon.__main__ import parser, tls_config
+    from juggle.daemon.command import tls_config
 
-    args = parser().parse_args(["--tls", "127.0.0.1:0", "--tls-cert", str(pki.node.cert)])
     with pytest.raises(CertificateError, match="--tls-key, --tls-ca"):
-        tls_config(args)
-    args = parser().parse_args(["--tls-ca", str(pki.ca.cert)])
+        tls_config("127.0.0.1:0", pki.node.cert, None, None)
     with pytest.raises(CertificateError, match="--tls-ca needs --tls"):
-        tls_config(args)
-    args = parser().parse_args(["--tls", "nohost"])
+        tls_config(None, None, None, pki.ca.cert)
     with pytest.raises(CertificateError, match="HOST:PORT"):
-        tls_config(args)
+        tls_config("nohost", None, None, None)
     from juggle.daemon.tls import server_context
 
     with pytest.raises(CertificateError, match="nope.key"):

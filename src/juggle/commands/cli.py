@@ -9,10 +9,8 @@ status 2.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -25,14 +23,15 @@ from juggle.commands.cluster import cluster_app
 from juggle.commands.demo import demo
 from juggle.commands.module import module_app
 from juggle.commands.output import (
-    CommandLineError,
     JsonOpt,
+    console,
     emit_json,
     fail,
     fail_usage,
     speak_flags,
 )
 from juggle.commands.profile import register as register_profile
+from juggle.daemon.command import daemon as daemon_command
 from juggle.errors import ConfigurationError, JuggleError
 
 __all__ = ["app", "main", "simulate_app"]
@@ -201,76 +200,129 @@ def _root(
     ctx.obj = {"connect": connect}
 
 
-def _remote(ctx: typer.Context, command: str, **arguments: Any) -> None:
-    """Run ``command`` on the daemon given with --connect and print its JSON result."""
-    from juggle.commands.remote import run_remote
+def _remote(ctx: typer.Context, command: str, json_out: bool, **arguments: Any) -> None:
+    """Run ``command`` on the daemon given with --connect; print its result as tables, or
+    with ``json_out`` as its JSON document."""
+    from juggle.commands.remote import render, run_remote
 
     path = (ctx.obj or {}).get("connect")
     if path is None:
         raise typer.BadParameter(f"{command!r} operates a running daemon: give --connect PATH")
-    emit_json(run_remote(path, command, **arguments))
+    document = run_remote(path, command, **arguments)
+    if json_out:
+        emit_json(document)
+        return
+    out = console()
+    for part in render(command, document):
+        out.print(part)
 
 
-@app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-    add_help_option=False,
-)
-def daemon(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Run the juggle daemon (--socket PATH --state DIR [--fabric] [--backend linux]
-    [--backend-option KEY=VALUE]... [--policy FILE] [--tls HOST:PORT --tls-cert F --tls-key F
-    --tls-ca F]; --help)."""
-    from juggle.daemon.__main__ import main as daemon_main
-
-    del json_out  # the daemon logs; it prints no document
-    raise typer.Exit(daemon_main(ctx.args))
+app.command("daemon")(daemon_command)
 
 
 @app.command()
-def services(ctx: typer.Context, json_out: JsonOpt = True) -> None:
+def whoami(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Who the daemon takes this connection for: tenant, admin right, uid, pid (with
+    --connect)."""
+    _remote(ctx, "whoami", json_out)
+
+
+@app.command()
+def services(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Services of the daemon (with --connect)."""
-    _remote(ctx, "services")
+    _remote(ctx, "services", json_out)
 
 
 @app.command()
-def regions(ctx: typer.Context, json_out: JsonOpt = True) -> None:
+def regions(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Regions of the daemon's fabric (with --connect)."""
-    _remote(ctx, "regions")
+    _remote(ctx, "regions", json_out)
 
 
 @app.command()
-def tenants(ctx: typer.Context, json_out: JsonOpt = True) -> None:
-    """Tenants of the daemon (with --connect; a tenant sees itself)."""
-    _remote(ctx, "tenants")
+def tenants(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Tenants of the daemon, with their calls, waits and preemptions since they were
+    registered (with --connect; a tenant sees itself)."""
+    _remote(ctx, "tenants", json_out)
 
 
 @app.command()
-def stats(ctx: typer.Context, service_id: int, json_out: JsonOpt = True) -> None:
+def modules(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Modules installed in the daemon (with --connect)."""
+    _remote(ctx, "modules", json_out)
+
+
+@app.command()
+def stats(ctx: typer.Context, service_id: int, json_out: JsonOpt = False) -> None:
     """Call statistics of SERVICE_ID (with --connect)."""
-    _remote(ctx, "stats", service_id=service_id)
+    _remote(ctx, "stats", json_out, service_id=service_id)
 
 
 @app.command("juggle")
 def juggle_command(
     ctx: typer.Context,
-    to_hardware: Annotated[int | None, typer.Option("--to-hardware")] = None,
-    to_software: Annotated[list[int] | None, typer.Option("--to-software")] = None,
-    json_out: JsonOpt = True,
+    to_hardware: Annotated[
+        int | None, typer.Option("--to-hardware", help="Service id to put into the fabric.")
+    ] = None,
+    to_software: Annotated[
+        list[int] | None,
+        typer.Option("--to-software", help="Service id to take out of it, repeatable."),
+    ] = None,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Juggle services in the daemon (with --connect; admin)."""
-    _remote(ctx, "juggle", to_hardware=to_hardware, to_software=to_software or [])
+    """Juggle services in the daemon (with --connect; admin, audited)."""
+    _remote(ctx, "juggle", json_out, to_hardware=to_hardware, to_software=to_software or [])
 
 
 @app.command()
-def tier(ctx: typer.Context, service_id: int, tier: str, json_out: JsonOpt = True) -> None:
-    """Serve SERVICE_ID from TIER in the daemon (with --connect; admin)."""
-    _remote(ctx, "tier", service_id=service_id, tier=tier)
+def tier(ctx: typer.Context, service_id: int, tier: str, json_out: JsonOpt = False) -> None:
+    """Serve SERVICE_ID from TIER in the daemon (with --connect; admin, audited)."""
+    _remote(ctx, "tier", json_out, service_id=service_id, tier=tier)
 
 
 @app.command()
-def recover(ctx: typer.Context, region: str, json_out: JsonOpt = True) -> None:
+def install(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="The module's folder.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Install and start the module at PATH in the daemon, which keeps a copy in its state
+    directory (with --connect; admin, audited; refused unsigned when the daemon has
+    trusted keys)."""
+    _remote(ctx, "install", json_out, module=path)
+
+
+@app.command()
+def uninstall(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The module's name (see `modules`).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Stop and uninstall module NAME in the daemon and forget its copy (with --connect;
+    admin, audited)."""
+    _remote(ctx, "uninstall", json_out, name=name)
+
+
+@app.command("reload-policy")
+def reload_policy(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Make the daemon read its tenant policy again: new tenants, priorities, limits and
+    tenant_hold_ms (with --connect; admin, audited; SIGHUP does the same)."""
+    _remote(ctx, "reload-policy", json_out)
+
+
+@app.command()
+def recover(ctx: typer.Context, region: str, json_out: JsonOpt = False) -> None:
     """Clear quarantined REGION in the daemon and put its service back (with --connect;
-    admin; the daemon logs an audit line)."""
-    _remote(ctx, "recover", region=region)
+    admin, audited)."""
+    _remote(ctx, "recover", json_out, region=region)
+
+
+@app.command()
+def trust(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """The public keys the daemon's modules must be signed by (with --connect). They are set
+    where the daemon starts (--trusted-key, the policy's trusted_keys), never over the
+    socket: an admin connection cannot widen what the daemon runs."""
+    _remote(ctx, "trust", json_out)
 
 
 board_app = typer.Typer(
@@ -322,18 +374,17 @@ def main() -> None:
 
     Errors keep one contract whatever raised them: a :class:`~juggle.errors.JuggleError`
     and a usage error of the command line (an unknown option, a bad option value, a
-    ``typer.BadParameter`` raised by a command, or an ``argparse`` error of a command that
-    parses its own arguments) print one line on stderr and, with ``--json``, one JSON
-    document ``{"error", "type"}`` on stdout; exit status 2 (see :mod:`.output`). Their
-    messages name the command's options as typed (``--round-ms``, not ``"round_ms"``).
+    ``typer.BadParameter`` raised by a command) print one line on stderr and, with
+    ``--json``, one JSON document ``{"error", "type"}`` on stdout; exit status 2 (see
+    :mod:`.output`). Their messages name the command's options as typed (``--round-ms``,
+    not ``"round_ms"``).
     """
     _register_scenarios()
     json_out = "--json" in sys.argv[1:]
     speak_flags(_flags_of(sys.argv[1:]))
     try:
         try:
-            with _argparse_errors_as_usage_errors():
-                code = app(standalone_mode=False, prog_name="juggle")
+            code = app(standalone_mode=False, prog_name="juggle")
         except JuggleError as exc:
             code = _exit_code(fail, exc, json_out)
         except typer.TyperException as exc:
@@ -369,21 +420,3 @@ def _exit_code(report: Callable[[Any, bool], NoReturn], exc: Exception, json_out
         report(exc, json_out)
     except typer.Exit as done:
         return done.exit_code
-
-
-@contextlib.contextmanager
-def _argparse_errors_as_usage_errors() -> Iterator[None]:
-    """While the command runs, an ``argparse`` parser's error (``juggle daemon`` parses its
-    own arguments) raises :class:`~juggle.commands.output.CommandLineError` with argparse's
-    message instead of printing its usage and exiting, so it is reported as every other usage
-    error is."""
-    original = argparse.ArgumentParser.error
-
-    def error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
-        raise CommandLineError(f"{parser.prog}: {message}")
-
-    argparse.ArgumentParser.error = error  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        argparse.ArgumentParser.error = original  # type: ignore[method-assign]

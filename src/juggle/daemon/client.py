@@ -1045,9 +1045,15 @@ class Client:
         resolved = str(Path(path).resolve())
         return from_wire(ModuleSnapshot, self._ok("install", path=resolved, start=start))
 
-    def uninstall(self, name: str) -> None:
-        """Uninstall module ``name`` and forget it. Admins only."""
-        self._ok("uninstall", name=name)
+    def uninstall(self, name: str) -> ModuleSnapshot:
+        """Uninstall module ``name`` and forget it; its snapshot as it was before. Admins
+        only."""
+        return from_wire(ModuleSnapshot, self._ok("uninstall", name=name))
+
+    def trusted_keys(self) -> dict[str, Any]:
+        """The public keys the daemon's modules must be signed by: ``required`` (False:
+        unsigned modules are installed) and ``keys``, each ``{"fingerprint", "source"}``."""
+        return dict(self._ok("trusted_keys"))
 
     def juggle(
         self, to_hardware: int | None = None, to_software: Iterable[int] = ()

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
+from juggle.daemon import audit
 from juggle.daemon.protocol import PROTOCOL_VERSION, InOut, ShmRef, to_wire
 from juggle.daemon.sessions import Connection, Handle, Sessions
 from juggle.daemon.state import ModuleEntry, StateDir
@@ -53,6 +53,11 @@ class Context(Protocol):
 
     def reload_policy(self) -> dict[str, Any]:
         """Read the policy again and apply it; a summary."""
+        ...
+
+    def trusted_keys(self) -> dict[str, Any]:
+        """The keys a module must be signed by: ``{"required", "keys": [{"fingerprint",
+        "source"}]}``."""
         ...
 
 
@@ -296,9 +301,102 @@ def statistics(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
     return {"ok": to_wire(fw.statistics(service_id, consumer=ident.name))}
 
 
-# -- admin -----------------------------------------------------------------------------------
+# -- admin (each request, refused or done, leaves one audit line) ----------------------------
 
 
+def _quoted(msg: dict[str, Any], key: str) -> str:
+    """Field ``key`` of ``msg`` for an audit line: its repr, cut at 80 characters."""
+    return f"{msg.get(key)!r:.80}"
+
+
+def _what_juggle(msg: dict[str, Any]) -> str:
+    return (
+        f"juggle to_hardware={msg.get('to_hardware')!r:.20} "
+        f"to_software={msg.get('to_software')!r:.60}"
+    )
+
+
+def _what_tier(msg: dict[str, Any]) -> str:
+    return f"serve service {msg.get('service_id')!r:.20} from tier {_quoted(msg, 'tier')}"
+
+
+def _module_done(reply: Reply) -> str:
+    body = reply.body if isinstance(reply, FdReply) else reply
+    snap = body.get("ok") or {}
+    return f"module {snap.get('name')!r} (id {snap.get('module_id')})"
+
+
+def _juggle_done(reply: Reply) -> str:
+    body = reply.body if isinstance(reply, FdReply) else reply
+    report = body.get("ok")
+    if report is None:
+        return "region emptied, nothing to put back"
+    tiers = ", ".join(f"service {k} {v}" for k, v in (report.get("tiers") or {}).items())
+    return (
+        f"tiers now: {tiers or 'none'}, region {report.get('region')!r}, "
+        f"{report.get('reconfiguration_ms', 0.0):.3f} ms reconfiguration (modeled)"
+    )
+
+
+def _reload_done(reply: Reply) -> str:
+    body = reply.body if isinstance(reply, FdReply) else reply
+    summary = body.get("ok") or {}
+    return (
+        f"tenants {summary.get('tenants')}, changed {summary.get('changed')}, "
+        f"connections closed {summary.get('closed_connections')}"
+    )
+
+
+def _recover_done(reply: Reply) -> str:
+    body = reply.body if isinstance(reply, FdReply) else reply
+    report = body.get("ok")
+    if report is None:
+        return "region emptied, nothing to put back"
+    return f"region emptied, service {report.get('to_hardware')} back in {report.get('region')!r}"
+
+
+def admin_action(
+    action: str,
+    what: Callable[[dict[str, Any]], str],
+    done: Callable[[Reply], str],
+) -> Callable[
+    [Callable[[Context, Connection, dict[str, Any]], Reply]],
+    Callable[[Context, Connection, dict[str, Any]], Reply],
+]:
+    """Make an operation an audited admin action: it checks the admin right itself (so a
+    refused request is audited too; :class:`AccessDeniedError` ``"<action> needs the admin
+    group"``) and every request leaves exactly one audit line (:func:`juggle.daemon.audit.
+    action`): who, what (``what(msg)``), when, and the result (``done(reply)``) or the
+    refusal."""
+
+    def wrap(
+        fn: Callable[[Context, Connection, dict[str, Any]], Reply],
+    ) -> Callable[[Context, Connection, dict[str, Any]], Reply]:
+        def audited(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
+            ident = conn.identity
+            asked = what(msg)
+            when = audit.utc_now()
+            try:
+                if not ident.admin:
+                    raise AccessDeniedError(
+                        f"{action} needs the admin group; {ident.name!r} is no admin",
+                        operation=action,
+                    )
+                reply = fn(ctx, conn, msg)
+            except Exception as exc:
+                audit.action(ident, conn.conn_id, asked, when, refused=exc)
+                raise
+            audit.action(ident, conn.conn_id, asked, when, done=done(reply))
+            return reply
+
+        audited.__name__ = fn.__name__
+        audited.__doc__ = fn.__doc__
+        return audited
+
+    return wrap
+
+
+@admin_action("install", lambda msg: f"install {_quoted(msg, 'path')}", _module_done)
 def install(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
     """Copy the module at ``path`` into the state directory, install it and (unless
     ``start`` is false) start it; recorded only once it is."""
@@ -320,18 +418,20 @@ def install(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
         state.discard(entry)
         raise
     state.record(ModuleEntry(entry.path, module.name, start))
-    log.info("%s installed module %s (%s)", conn.identity.name, module.name, path)
     return {"ok": to_wire(module.snapshot())}
 
 
+@admin_action("uninstall", lambda msg: f"uninstall {_quoted(msg, 'name')}", _module_done)
 def uninstall(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
+    """Uninstall module ``name`` and forget it; its snapshot as it was before."""
     module = ctx.framework().module(field(msg, "name", str))
+    snapshot = to_wire(module.snapshot())
     module.uninstall()
     ctx.state.forget(module.name)
-    log.info("%s uninstalled module %s", conn.identity.name, module.name)
-    return {"ok": True}
+    return {"ok": snapshot}
 
 
+@admin_action("juggle", _what_juggle, _juggle_done)
 def juggle(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
     to_hardware = field(msg, "to_hardware", int, optional=True)
     to_software = msg.get("to_software") or []
@@ -341,43 +441,28 @@ def juggle(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
     return {"ok": to_wire(report)}
 
 
+@admin_action("set_tier", _what_tier, _juggle_done)
 def set_tier(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
     report = ctx.framework().set_tier(_service_id(msg), field(msg, "tier", str))
     return {"ok": to_wire(report)}
 
 
+@admin_action("reload_policy", lambda msg: "reload the policy", _reload_done)
 def reload_policy(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
     return {"ok": ctx.reload_policy()}
 
 
+@admin_action("recover", lambda msg: f"recover {_quoted(msg, 'region')}", _recover_done)
 def recover(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
-    """Admin: :meth:`~juggle.Framework.recover` ``region``. Every request, refused or not,
-    leaves an audit line in the log: who (tenant, uid, pid), what, when (the log line's
-    time, and the UTC time in it) and the result."""
-    ident = conn.identity
-    region = msg.get("region")
-    who = f"{ident.name!r} (uid {ident.uid}, pid {ident.pid}, connection {conn.conn_id})"
-    what = f"recover {region!r:.80}"
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    try:
-        if not ident.admin:
-            raise AccessDeniedError(
-                f"recover needs the admin group; {ident.name!r} is no admin", operation="recover"
-            )
-        region = field(msg, "region", str)
-        report = ctx.framework().recover(region)
-    except Exception as exc:
-        log.warning(
-            "audit: %s asked to %s at %s: refused: %s: %s", who, what, when, type(exc).__name__, exc
-        )
-        raise
-    done = (
-        "region emptied, nothing to put back"
-        if report is None
-        else f"region emptied, service {report.to_hardware} back in {report.region!r}"
-    )
-    log.warning("audit: %s asked to %s at %s: done: %s", who, what, when, done)
+    """Admin: :meth:`~juggle.Framework.recover` ``region`` (audited as every admin action:
+    who, what, when, result)."""
+    report = ctx.framework().recover(field(msg, "region", str))
     return {"ok": None if report is None else to_wire(report)}
+
+
+def trusted_keys(ctx: Context, conn: Connection, msg: dict[str, Any]) -> Reply:
+    """The keys modules must be signed by (anyone may read them: public keys)."""
+    return {"ok": ctx.trusted_keys()}
 
 
 #: Every operation by name.
@@ -397,11 +482,13 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
         "statistics": Operation(statistics),
         "tenants": Operation(tenants),
         "modules": Operation(modules),
-        "install": Operation(install, admin=True, pool="admin"),
-        "uninstall": Operation(uninstall, admin=True, pool="admin"),
-        "juggle": Operation(juggle, admin=True, pool="admin"),
-        "set_tier": Operation(set_tier, admin=True, pool="admin"),
-        "reload_policy": Operation(reload_policy, admin=True, pool="admin"),
-        "recover": Operation(recover, pool="admin"),  # checks admin itself: audited
+        "trusted_keys": Operation(trusted_keys),
+        # the admin actions check the admin right themselves, so a refusal is audited too
+        "install": Operation(install, pool="admin"),
+        "uninstall": Operation(uninstall, pool="admin"),
+        "juggle": Operation(juggle, pool="admin"),
+        "set_tier": Operation(set_tier, pool="admin"),
+        "reload_policy": Operation(reload_policy, pool="admin"),
+        "recover": Operation(recover, pool="admin"),
     }
 )

@@ -10,6 +10,9 @@ is TOML, validated with pydantic::
     admin_cns = ["ops"]              # client certificate CNs (TLS) that are admins too
     socket_group = "juggle"          # the socket is chown'ed to it, mode 0660
     socket_mode = "0660"             # "0600", "0660" or "0666" (identity is checked anyway)
+    trusted_keys = ["/etc/juggle/author.pem.pub"]  # modules must be signed by one of these
+    tenant_hold_ms = 20.0            # a region's hold after a preemption or juggle (0: off;
+                                     # absent: twice the modeled reconfiguration time)
 
     [[tenants]]
     name = "alice"                   # the tenant (consumer) name; [A-Za-z0-9_.-], 1..64
@@ -300,6 +303,19 @@ class PolicyFile(BaseModel):
     socket_mode: Literal["0600", "0660", "0666"] | None = None
     tenants: tuple[TenantRule, ...] = ()
     limits: LimitsTable = LimitsTable()
+    trusted_keys: tuple[str, ...] = ()
+    tenant_hold_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+    @field_validator("trusted_keys")
+    @classmethod
+    def _trusted_keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for key in value:
+            if not os.path.isabs(key):
+                raise ValueError(
+                    f"trusted key {key!r} must be an absolute path (the policy is also read "
+                    "from the state directory, where a relative one would point elsewhere)"
+                )
+        return value
 
     @field_validator("admin_group", "socket_group")
     @classmethod
@@ -489,6 +505,16 @@ class AccessPolicy:
                 table.connection_max_queued_bytes, base.connection_queued_bytes
             ),
         )
+
+    @property
+    def trusted_keys(self) -> tuple[str, ...]:
+        """The key files of ``trusted_keys`` (absolute paths; empty: none)."""
+        return () if self.file is None else self.file.trusted_keys
+
+    @property
+    def tenant_hold_ms(self) -> float | None:
+        """The policy's ``tenant_hold_ms`` (None: absent, the hold is derived)."""
+        return None if self.file is None else self.file.tenant_hold_ms
 
     @property
     def tenants(self) -> Sequence[TenantRule]:

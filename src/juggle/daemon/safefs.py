@@ -33,6 +33,7 @@ import os
 import secrets
 import socket
 import stat
+import struct
 from collections.abc import Collection
 from pathlib import Path
 
@@ -343,9 +344,25 @@ def _clear_stale(path: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # unlink never follows a symbolic link
     else:
-        raise DaemonError(f"a daemon already listens on {str(path)!r}", path=str(path))
+        pid = _listener_pid(probe)
+        raise DaemonError(
+            f"a daemon already listens on {str(path)!r}"
+            + (f" (pid {pid})" if pid is not None else ""),
+            path=str(path),
+        )
     finally:
         probe.close()
+
+
+def _listener_pid(probe: socket.socket) -> int | None:
+    """The pid of the process listening at the other end of the connected Unix socket
+    ``probe`` (``SO_PEERCRED``; None when the kernel does not say)."""
+    try:
+        raw = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    pid = struct.unpack("3i", raw)[0]
+    return pid if pid > 0 else None
 
 
 def _private_folder(pfd: int, path: Path) -> tuple[str, int]:

@@ -51,16 +51,19 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from juggle.core.tenants import SignalKind
+from juggle.daemon import audit
 from juggle.daemon.dashboard import DashboardServer, admin_token
 from juggle.daemon.operations import OPERATIONS
 from juggle.daemon.policy import AccessPolicy, Identity, PeerCredentials, peer_credentials
 from juggle.daemon.protocol import DEFAULT_MAX_FRAME, PROTOCOL_VERSION, error_to_wire, frame, pack
 from juggle.daemon.quotas import Accounts, nofile
 from juggle.daemon.routing import RequestRouter
-from juggle.daemon.safefs import bind_unix_socket, replace_file
+from juggle.daemon.safefs import bind_unix_socket, read_regular_file, replace_file
 from juggle.daemon.sessions import Connection, Sessions
 from juggle.daemon.spin import DEFAULT_SPIN_US, check_spin_us
 from juggle.daemon.state import ModuleEntry, StateDir
@@ -69,12 +72,13 @@ from juggle.daemon.tls import server_context as tls_server_context
 from juggle.daemon.transport import Listener, Poller, Reader
 from juggle.errors import (
     AccessDeniedError,
+    ConfigurationError,
     DaemonError,
     DaemonShuttingDownError,
     JuggleError,
     LimitExceededError,
 )
-from juggle.runtime import Framework
+from juggle.runtime import Framework, TenantSignal
 
 __all__ = ["DEFAULT_DRAIN_S", "DEFAULT_WORKERS", "TLS_ADDRESS_FILE", "Daemon"]
 
@@ -86,6 +90,8 @@ DEFAULT_WORKERS = 32
 DEFAULT_DRAIN_S = 30.0
 #: The file of the state directory the TLS listener's bound ``HOST:PORT`` is written to.
 TLS_ADDRESS_FILE = "tls-address"
+#: A trusted key file larger than this is refused (a PEM public key is ~113 bytes).
+MAX_KEY_FILE_BYTES = 64 << 10
 
 
 class Daemon:
@@ -100,7 +106,11 @@ class Daemon:
     ``spin_us`` bounds how long a reader thread polls for the next request before it blocks
     (raises :class:`~juggle.errors.SpinLimitError` outside 0..1000). ``tls`` adds a TCP
     listener with mutual TLS (see the module doc; its bound address is :attr:`tls_address`
-    once serving, and in ``STATE/tls-address``).
+    once serving, and in ``STATE/tls-address``). ``trusted_keys`` are public key files
+    (``--trusted-key``); with them, or the policy's ``trusted_keys``, a module must be signed
+    by one of the keys or its install is refused (:class:`~juggle.errors.SignatureError`).
+    The policy's ``tenant_hold_ms`` becomes the framework's (a reload applies a new one).
+    Admin actions, preemptions and quarantines leave audit lines (:mod:`.audit`).
     """
 
     def __init__(
@@ -118,8 +128,15 @@ class Daemon:
         dashboard: tuple[str, int] | None = None,
         spin_us: float = DEFAULT_SPIN_US,
         tls: TlsServerConfig | None = None,
+        trusted_keys: Sequence[str | Path] = (),
     ) -> None:
         self.spin_us = check_spin_us(spin_us)
+        #: key files given at start (``--trusted-key``), before the policy's ``trusted_keys``
+        self.trusted_key_files = tuple(Path(k) for k in trusted_keys)
+        self._trusted: list[tuple[str, str]] = []  # (fingerprint, source) of the keys in force
+        self._key_sources: tuple[str, ...] = ()  # the policy's key files when the keys were read
+        self._audit_unlisten: dict[str, Callable[[], None]] = {}
+        self._quarantine_watch = audit.QuarantineWatch()
         self.tls = tls
         self.tls_address: tuple[str, int] | None = None
         self._tls_context: ssl.SSLContext | None = None
@@ -166,7 +183,13 @@ class Daemon:
         self.state.lock()
         self.policy = self._load_policy()
         self._set_limits()
-        self.fw = Framework(self.fabric, backend=self.backend, **self._framework_options)
+        options = dict(self._framework_options)
+        keys = self._read_trusted_keys(self.policy)
+        if keys:
+            options["trusted_keys"] = keys
+        options.setdefault("tenant_hold_ms", self.policy.tenant_hold_ms)
+        self.fw = Framework(self.fabric, backend=self.backend, **options)
+        self._quarantine_watch.attach()
         self._add_tenants()
         for entry in self.state.entries():
             try:
@@ -280,8 +303,42 @@ class Daemon:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGHUP, self._reload_on_signal)
         log.info("juggle daemon %d listening on %s", os.getpid(), self.socket_path)
+        log.info("%s", self.summary())
         await self._stopped.wait()
         await self._shutdown()
+
+    def summary(self) -> str:
+        """The start-up summary line: pid, fabric, backend, policy, tenants, socket, TLS
+        address, the tenants' hold, trusted keys, the dashboard's address (when on) and the
+        state directory."""
+        policy = self.policy
+        if policy.source is not None:
+            where = str(policy.source)
+        elif policy.file is None:
+            where = f"none (only uid {policy.daemon_uid} may connect, as admin)"
+        else:
+            where = "<policy>"
+        tenants = ", ".join(
+            f"{t.name} ({'realtime' if t.realtime else f'priority {t.priority or 0}'}, {t.model})"
+            for t in policy.tenants
+        )
+        keys = (
+            ", ".join(f"{f} ({s})" for f, s in self._trusted)
+            if self._trusted
+            else "none (unsigned modules are installed)"
+        )
+        tls = self._tls_text() or "off"
+        dashboard = (  # said only when on: its own line names the URL
+            f", dashboard on {self.dashboard_address[0]}:{self.dashboard_address[1]}"
+            if self.dashboard_address is not None
+            else ""
+        )
+        return (
+            f"juggle daemon {os.getpid()} serving: fabric {self.fabric}, backend "
+            f"{self.backend}, policy {where}, tenants [{tenants}], socket {self.socket_path}, "
+            f"TLS {tls}, hold {_hold_text(policy.tenant_hold_ms)}, trusted keys {keys}"
+            f"{dashboard}, state {self.state.root}"
+        )
 
     def stop(self) -> None:
         """Begin the shutdown (from the loop thread)."""
@@ -357,8 +414,55 @@ class Daemon:
             dashboard.stop()
 
     def _close_framework(self) -> None:
+        self._quarantine_watch.detach()
+        for undo in self._audit_unlisten.values():
+            undo()
+        self._audit_unlisten.clear()
         if self.fw is not None:
             self.fw.close()
+
+    # -- trusted keys ----------------------------------------------------------------------
+
+    def _read_trusted_keys(self, policy: AccessPolicy) -> list[bytes]:
+        """The bytes of every trusted key file (``--trusted-key`` first, then the policy's
+        ``trusted_keys``), each read as the daemon reads its own files: a regular file of root
+        or the daemon's uid, not writable by group or others, no symbolic link, at most
+        :data:`MAX_KEY_FILE_BYTES`; each parsed as a public key. Records their fingerprints
+        and sources (:meth:`trusted_keys`). Raises :class:`~juggle.errors.UnsafePathError`
+        for a file it must not trust and :class:`~juggle.errors.ConfigurationError` naming
+        a missing file or one that holds no ed25519 public key."""
+        from juggle.runtime import fingerprint, load_public_keys
+
+        sources = [str(k) for k in self.trusted_key_files] + list(policy.trusted_keys)
+        found: list[bytes] = []
+        trusted: list[tuple[str, str]] = []
+        for source in sources:
+            try:
+                data = read_regular_file(source, MAX_KEY_FILE_BYTES, {0, os.geteuid()})
+            except FileNotFoundError:
+                raise ConfigurationError(
+                    f"trusted key file {source!r} does not exist", path=source
+                ) from None
+            try:
+                (key,) = load_public_keys([data])
+            except ConfigurationError as exc:
+                raise ConfigurationError(
+                    f"trusted key file {source!r}: {exc}", path=source
+                ) from None
+            found.append(data)
+            trusted.append((fingerprint(key), source))
+        self._trusted = trusted
+        self._key_sources = tuple(policy.trusted_keys)
+        return found
+
+    def trusted_keys(self) -> dict[str, Any]:
+        """The keys modules must be signed by: ``required`` (False: unsigned modules are
+        installed) and ``keys``, each ``{"fingerprint", "source"}`` (the file it was read
+        from at start)."""
+        return {
+            "required": bool(self._trusted),
+            "keys": [{"fingerprint": f, "source": s} for f, s in self._trusted],
+        }
 
     # -- the policy ------------------------------------------------------------------------
 
@@ -416,6 +520,9 @@ class Daemon:
                     rule.name, priority=priority, realtime=rule.realtime, model=rule.model
                 )
                 changed.append(rule.name)
+        for rule in self.policy.tenants:
+            if rule.name not in self._audit_unlisten:
+                self._audit_unlisten[rule.name] = fw.signals(rule.name).listen(_audit_preemption)
         return changed
 
     def reload_policy(self) -> dict[str, Any]:
@@ -423,6 +530,17 @@ class Daemon:
         connections whose identity changed; a summary. Raises what loading the policy
         raises (:class:`~juggle.errors.PolicyError`), with nothing changed."""
         policy = self._load_policy()
+        fw = self.framework()
+        if policy.tenant_hold_ms != self.policy.tenant_hold_ms:
+            fw.set_tenant_hold(policy.tenant_hold_ms)
+        restart = []
+        if tuple(policy.trusted_keys) != self._key_sources:
+            restart.append("trusted_keys")
+            log.warning(
+                "policy reloaded with other trusted_keys %s: the keys read at start stay in "
+                "force until the daemon restarts",
+                list(policy.trusted_keys),
+            )
         self.policy = policy
         self._set_limits()
         changed = self._add_tenants()
@@ -444,11 +562,15 @@ class Daemon:
         log.info(
             "policy reloaded: %d tenants, %d connections closed", len(policy.tenants), len(closed)
         )
-        return {
+        summary: dict[str, Any] = {
             "tenants": [t.name for t in policy.tenants],
             "changed": changed,
             "closed_connections": closed,
+            "tenant_hold": _hold_text(policy.tenant_hold_ms),
         }
+        if restart:  # what the reload read but cannot apply
+            summary["restart_needed"] = restart
+        return summary
 
     def _reload_on_signal(self) -> None:
         loop = asyncio.get_running_loop()
@@ -667,3 +789,18 @@ class Daemon:
         self._connections.pop(conn.conn_id, None)
         self.accounts.give(conn.identity.name, connections=1)
         log.info("connection %d (%s) closed", conn.conn_id, conn.identity.name)
+
+
+def _hold_text(hold_ms: float | None) -> str:
+    """The tenants' hold as the summary line and a reload's summary say it."""
+    if hold_ms is None:
+        return "derived (twice the region's modeled reconfiguration time)"
+    if hold_ms == 0:
+        return "off (0 ms)"
+    return f"{hold_ms:g} ms (policy)"
+
+
+def _audit_preemption(sig: TenantSignal) -> None:
+    """A tenant's signal (the arbiter's listener thread): a PREEMPT leaves an audit line."""
+    if sig.kind == SignalKind.PREEMPT:
+        audit.preemption(sig.tenant, sig.device, sig.service_id)

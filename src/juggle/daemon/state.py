@@ -67,6 +67,15 @@ def _atomic_write(path: Path, data: bytes) -> None:
     replace_file(path, data, 0o600)
 
 
+def _holder_pid(fd: int) -> int | None:
+    """The pid the daemon holding the lock file ``fd`` wrote into it (None: none readable)."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 class StateDir:
     """The state directory at ``root`` (created if missing)."""
 
@@ -105,19 +114,21 @@ class StateDir:
 
     def lock(self) -> None:
         """Hold the directory for this process, then remove what a killed daemon left behind
-        (:meth:`clean`). Raises :class:`DaemonError` when another daemon holds it,
-        :class:`UnsafePathError` when the directory, the lock file (a symbolic link, not a
-        regular file, another owner, another file's hard link) or the manifest is not the
-        daemon's own; nothing is written then."""
+        (:meth:`clean`). Raises :class:`DaemonError` when another daemon holds it (naming
+        its pid), :class:`UnsafePathError` when the directory, the lock file (a symbolic
+        link, not a regular file, another owner, another file's hard link) or the manifest
+        is not the daemon's own; nothing is written then."""
         check_private_dir(self.root)
         check_private_dir(self.modules)
         fd = open_regular_nofollow(self.root / LOCK, os.O_RDWR | os.O_CREAT, single_link=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            holder = _holder_pid(fd)
             os.close(fd)
             raise DaemonError(
-                f"state directory {str(self.root)!r} is in use by another daemon",
+                f"state directory {str(self.root)!r} is in use by another daemon"
+                + (f" (pid {holder})" if holder is not None else ""),
                 path=str(self.root),
             ) from None
         try:

@@ -8,6 +8,7 @@ records its methods return.
 
 from juggle.core.tiers import Tier
 from juggle.runtime.framework import Framework
+from juggle.runtime.integrity import fingerprint, load_public_keys
 from juggle.runtime.interfaces import state_setting
 from juggle.runtime.ldapfilter import parse_filter
 from juggle.runtime.modules import Module, ModuleSnapshot, ModuleState
@@ -40,6 +41,8 @@ __all__ = [
     "TenantSignal",
     "TenantSnapshot",
     "Tier",
+    "fingerprint",
+    "load_public_keys",
     "parse_filter",
     "state_setting",
 ]

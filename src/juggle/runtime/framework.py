@@ -374,6 +374,30 @@ class Framework:
         self._life.check_open()
         return self._arbiter.set_tenant(name, priority=priority, realtime=realtime, model=model)
 
+    def set_tenant_hold(self, hold_ms: float | None) -> None:
+        """Change the hold a region gives the tenant that just got it (``tenant_hold_ms`` of
+        the constructor; a reloaded tenant policy): holds granted or renewed from now on last
+        ``hold_ms`` milliseconds (0: off; None: derived, twice the modeled reconfiguration
+        time of the holder's bitstream); running ones end when they were due.
+
+        Raises :class:`~juggle.errors.ConfigurationError` naming a value that is no finite
+        number of ms >= 0, and :class:`~juggle.errors.FrameworkClosedError`; nothing changes
+        then.
+        """
+        self._life.check_open()
+        if hold_ms is not None and (
+            isinstance(hold_ms, bool)
+            or not isinstance(hold_ms, int | float)
+            or not 0 <= hold_ms < float("inf")
+        ):
+            from juggle.errors import ConfigurationError
+
+            raise ConfigurationError(
+                f'"hold_ms" must be None or a finite number of ms >= 0, got {hold_ms!r:.80}',
+                value=hold_ms if isinstance(hold_ms, int | float | str) else None,
+            )
+        self._arbiter.set_hysteresis(None if hold_ms is None else hold_ms * 1000.0)
+
     def tenants(self) -> tuple[TenantSnapshot, ...]:
         """Snapshots of the tenants (priority, model, each virtual device's state and region)."""
         self._life.check_open()

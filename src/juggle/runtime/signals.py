@@ -159,7 +159,12 @@ class TenantDeviceSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class TenantSnapshot:
-    """A tenant: its class and priority, programming model, virtual devices, unread signals."""
+    """A tenant: its class and priority, programming model, virtual devices, unread signals,
+    and its calls, waits and preemptions since it was registered (all its devices, those it
+    gave back and those of stopped services included: a client's disconnect keeps them).
+
+    A device's ``calls``, ``waits`` and ``preemptions`` count that device since the tenant
+    first used it, across the proxies it took and gave back."""
 
     name: str
     priority: int
@@ -167,6 +172,9 @@ class TenantSnapshot:
     model: str
     devices: tuple[TenantDeviceSnapshot, ...]
     unread_signals: int
+    calls: int = 0
+    waits: int = 0
+    preemptions: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -215,6 +215,12 @@ class _Tenant:
     realtime: bool
     model: ProgrammingModel
     channel: SignalChannel
+    #: calls, waits and preemptions of the devices it gave back, by device (its snapshot
+    #: adds them to the device's live gate: counters survive a disconnect)
+    past: dict[str, list[int]] = field(default_factory=dict)
+    #: the same of devices whose service stopped, and the PREEMPTs it heard about the
+    #: juggle-placed co-modules it uses (in the tenant's totals only)
+    gone: list[int] = field(default_factory=lambda: [0, 0, 0])
 
 
 class _SharedHost:
@@ -605,7 +611,11 @@ class TenantArbiter:
         if self._by_device.get(svc.device) is svc:
             del self._by_device[svc.device]
         for key in [k for k in self._gates if k[1] == svc.device]:
-            del self._gates[key]
+            self._fold(self._gates.pop(key))
+        for tenant in self._tenants.values():  # the device leaves: its counts stay in totals
+            kept = tenant.past.pop(svc.device, None)
+            if kept is not None:
+                tenant.gone = [a + b for a, b in zip(tenant.gone, kept, strict=True)]
         for key in [k for k in self._told if k[1] == svc.device]:
             del self._told[key]
         for region in [r for r, (d, _) in self._cores.items() if d == svc.device]:
@@ -658,11 +668,24 @@ class TenantArbiter:
             self._let_go(gate)
         self._flush()
 
+    def _fold(self, gate: _Gate) -> None:
+        """Under the lock: keep the counts of ``gate``, which is being forgotten, with its
+        tenant (the tenant's snapshot goes on counting them); the gate's counts are zeroed,
+        so they are kept once."""
+        tenant = self._tenants.get(gate.tenant)
+        if tenant is not None:
+            kept = tenant.past.setdefault(gate.device, [0, 0, 0])
+            kept[0] += gate.calls
+            kept[1] += gate.waits
+            kept[2] += gate.preemptions
+        gate.calls = gate.waits = gate.preemptions = 0
+
     def _let_go(self, gate: _Gate) -> None:
         """Under the lock: forget ``gate`` and release its device in the allocator (its
         interface keeps no context: :meth:`save_context` finds no gate)."""
         if self._gates.get((gate.tenant, gate.device)) is gate:
             del self._gates[(gate.tenant, gate.device)]
+            self._fold(gate)
         self._told.pop((gate.tenant, gate.device), None)  # a fresh device starts unknown
         if self._closed or self._alloc.device_state(gate.tenant, gate.device) is _DISCONNECTED:
             return
@@ -952,6 +975,9 @@ class TenantArbiter:
         else:
             return
         for name in sorted(svc.consumers):
+            record = self._tenants.get(name)
+            if record is not None and action.signal is SignalKind.PREEMPT:
+                record.gone[2] += 1  # the co-module it uses was preempted: its preemption
             self._tell(name, action.device, action.signal)
 
     def _tell(self, tenant: str, device: str, kind: SignalKind) -> None:
@@ -1430,10 +1456,22 @@ class TenantArbiter:
             raise TenancyClosedError("the framework's tenant arbiter is closed")
 
     def _tenant_snapshot(self, t: _Tenant) -> TenantSnapshot:
+        """Under the lock: ``t``'s snapshot. A device's counts are its live gate's plus those
+        of the devices the tenant gave back before (folded by :meth:`_fold`); the tenant's
+        totals add those of devices whose service has stopped."""
         devices = []
+        totals = list(t.gone)
         for spec in self._alloc.index.devices:
             gate = self._gates.get((t.name, spec.name))
             svc = self._by_device.get(spec.name)
+            calls, waits, preemptions = t.past.get(spec.name, (0, 0, 0))
+            if gate is not None:
+                calls, waits, preemptions = (
+                    calls + gate.calls,
+                    waits + gate.waits,
+                    preemptions + gate.preemptions,
+                )
+            totals = [totals[0] + calls, totals[1] + waits, totals[2] + preemptions]
             devices.append(
                 TenantDeviceSnapshot(
                     device=spec.name,
@@ -1441,14 +1479,22 @@ class TenantArbiter:
                     state=self._alloc.device_state(t.name, spec.name).value,
                     region=self._alloc.connected_region(t.name, spec.name),
                     running=gate.running if gate else False,
-                    calls=gate.calls if gate else 0,
-                    waits=gate.waits if gate else 0,
-                    preemptions=gate.preemptions if gate else 0,
+                    calls=calls,
+                    waits=waits,
+                    preemptions=preemptions,
                     context_bytes=len(self._alloc.interface(t.name, spec.name).load()),
                 )
             )
         return TenantSnapshot(
-            t.name, t.priority, t.realtime, t.model.value, tuple(devices), len(t.channel)
+            t.name,
+            t.priority,
+            t.realtime,
+            t.model.value,
+            tuple(devices),
+            len(t.channel),
+            calls=totals[0],
+            waits=totals[1],
+            preemptions=totals[2],
         )
 
     # -- snapshots and lifecycle ---------------------------------------------------------------

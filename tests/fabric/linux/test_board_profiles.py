@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from Crypto.Cipher import DES3
 
 import juggle
-from juggle.daemon.__main__ import parser as daemon_parser
 from juggle.errors import BackendError, ProfileError
 from juggle.fabric import open_fabric
 from juggle.fabric.bitstream import write_bitstream
@@ -250,8 +250,19 @@ def test_sim_takes_no_backend_option() -> None:
         backend_options(["root=/x"], "sim")
 
 
+def _daemon_params(argv: list[str]) -> dict[str, Any]:
+    """What ``juggle daemon ARGV`` parses to, without starting a daemon."""
+    import typer
+
+    from juggle.daemon.command import app as daemon_app
+
+    command = typer.main.get_command(daemon_app)
+    with command.make_context("juggle daemon", argv) as ctx:
+        return dict(ctx.params)
+
+
 def test_daemon_parser_repeats_backend_option() -> None:
-    args = daemon_parser().parse_args(
+    params = _daemon_params(
         [
             "--fabric",
             "kv260",
@@ -263,5 +274,5 @@ def test_daemon_parser_repeats_backend_option() -> None:
             "manager=fpga0",
         ]
     )
-    assert args.backend_option == ["root=/r", "manager=fpga0"]
-    assert daemon_parser().parse_args([]).backend_option == []
+    assert list(params["backend_option"]) == ["root=/r", "manager=fpga0"]
+    assert not _daemon_params([])["backend_option"]

@@ -10,7 +10,8 @@ a TLS listener on 127.0.0.1 and a software ``math.AddService``; this process con
   <= 1.2 x ``daemon_tls_call_us_p50``.
 - ``cluster_direct_tls_call_us_p50``: the same call through a plain remote client
   (``juggle.daemon.connect(address="tls://...")``) to the same daemon, measured in the same
-  run, alternated with the cluster proxy's blocks so a change of the machine's load hits both.
+  run, in blocks of 20 calls alternated with the cluster proxy's, so a change of the machine's
+  load hits both (2,000 calls each; 200 with ``quick``).
 - ``cluster_call_ratio``: the first over the second (the cluster proxy's own share).
 
 Needs the ``cluster`` extra (ray); ``juggle bench`` skips the group, naming the extra, when
@@ -53,6 +54,7 @@ class = "bench_code.SoftwareAdd"
 
 _CODE = "from juggle.services.arith import SoftwareAdd\n"
 _BOARD = "bench"
+_BLOCK = 20  # calls a side makes back to back before the other side's turn
 
 
 def ray_missing() -> str | None:
@@ -85,7 +87,7 @@ def run(quick: bool) -> dict[str, float]:
 
     if ray.is_initialized():
         raise RuntimeError("the cluster bench starts its own Ray: disconnect the driver first")
-    calls, blocks = (200, 4) if quick else (1000, 10)
+    calls = 200 if quick else 2000
     root = Path(tempfile.mkdtemp(prefix="jcbench"))
     agent: Any = None
     controller: Any = None
@@ -138,9 +140,11 @@ def run(quick: bool) -> dict[str, float]:
                     adder.add(1, 2)
                 via_cluster: list[float] = []
                 plain: list[float] = []
-                for _ in range(blocks):
-                    via_cluster += _block_us(lambda: proxy.add(1, 2), calls // blocks)
-                    plain += _block_us(lambda: adder.add(1, 2), calls // blocks)
+                # short blocks, alternated: each side runs back to back as daemon_tls_call_us_p50
+                # does, and a change of the machine's load hits both alike
+                for _ in range(calls // _BLOCK):
+                    via_cluster += _block_us(lambda: proxy.add(1, 2), _BLOCK)
+                    plain += _block_us(lambda: adder.add(1, 2), _BLOCK)
         cluster_us = statistics.median(via_cluster)
         direct_us = statistics.median(plain)
         return {

@@ -360,3 +360,65 @@ def test_a_ray_task_calls_through_the_cluster(local_cluster: LocalCluster) -> No
     blocks = [bytes([i]) * 16 for i in range(8)]
     got = lc.get(encrypt_in_task.remote(blocks), timeout=120)
     assert got == [tdes(secret, b) for b in blocks]
+
+
+def test_a_tenants_certificate_reaches_only_its_own_on_every_node(
+    local_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """On every board's daemon: tenant c1's certificate sees none of c0's consumers,
+    statistics, tenants or signals, cannot use c0's key and does not change it; c0's
+    certificate from another CA,
+    and an expired one from the cluster's CA, are refused in the handshake."""
+    import datetime
+
+    from juggle.cluster import create_ca, issue
+    from juggle.daemon import connect as daemon_connect
+    from juggle.daemon.tls import TlsClientConfig
+    from juggle.errors import AccessDeniedError, ServiceStateError
+
+    lc = local_cluster
+    owner, other = CONSUMERS[0], CONSUMERS[1]
+    create_ca(tmp_path / "rogue-ca")
+    rogue = issue(tmp_path / "rogue-ca", owner, "tenant", tmp_path / "rogue")
+    long_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=30)
+    expired = issue(
+        lc.base / "ca", owner, "tenant", tmp_path / "expired", days=1, not_before=long_ago
+    )
+    refused = {
+        "wrong CA": TlsClientConfig(rogue.cert, rogue.key, lc.tls[owner].ca),
+        "expired": TlsClientConfig(expired.cert, expired.key, lc.tls[owner].ca),
+    }
+    with connect(tls=lc.tls[owner], refresh_s=None) as client:
+        nodes = [n for n in client.directory.nodes if n.alive]
+    assert sorted(n.name for n in nodes) == ["b1", "b2", "b3"]
+    secret = tdes_key(41)
+    for node in nodes:
+        with daemon_connect(address=node.address, tls=lc.tls[owner]) as mine:
+            enc = mine.get_service(INTERFACE, filter="(algorithm=tdes)")
+            enc.load_key(secret)
+            buf = bytearray(b"c0's own secret.")
+            enc.encrypt(buf, len(buf))
+            assert bytes(buf) == tdes(secret, b"c0's own secret."), node.name
+            (snap,) = [s for s in mine.services() if s.module == "tdes"]
+            with daemon_connect(address=node.address, tls=lc.tls[other]) as theirs:
+                assert [t.name for t in theirs.tenants()] == [other], node.name
+                assert all(owner not in s.consumers for s in theirs.services()), node.name
+                assert owner not in theirs.statistics(snap.service_id).per_consumer, node.name
+                assert theirs.signals().tenant == other, node.name
+                proxy = theirs.get_service(INTERFACE, filter="(algorithm=tdes)")
+                data = bytes(range(16))
+                probe = bytearray(data)
+                try:  # c1 has no key here (refused), or its own from an earlier test
+                    proxy.encrypt(probe, len(probe))
+                except ServiceStateError:
+                    pass
+                else:
+                    assert bytes(probe) != tdes(secret, data), f"{node.name}: c0's key used"
+                proxy.load_key(tdes_key(42))  # c1's own key leaves c0's alone
+            again = bytearray(data)
+            enc.encrypt(again, len(again))
+            assert bytes(again) == tdes(secret, data), node.name
+        for why, tls in refused.items():
+            with pytest.raises(AccessDeniedError):  # in the handshake: before any request
+                daemon_connect(address=node.address, tls=tls).close()
+                pytest.fail(f"{node.name}: a {why} certificate was let in")

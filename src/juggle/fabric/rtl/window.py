@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import errno
 
-from juggle.errors import WindowAccessError
 from juggle.fabric.faults import GARBAGE_PATTERN, FaultInjector
 from juggle.fabric.rtl.process import SimProcess
 from juggle.fabric.sim.clock import ModelClock, cycles_to_ps
@@ -113,43 +112,6 @@ class RtlWindow(SimWindow):
             enabled=enabled,
             faults=faults,
         )
-
-    def read32(self, offset: int) -> int:
-        """Read the 32-bit register at ``offset``: one read transaction in the simulator.
-
-        Raises the errors listed in the class docstring, and ``OSError`` for an injected
-        ``driver_error``. (SimWindow's access, without the core-cycle argument the RTL does
-        not use: this is the hot path of every RTL access.)
-        """
-        if offset & 3 or not 0 <= offset < self._size:
-            raise self._bad_offset(offset)
-        with self._lock:
-            if self._faults.pending:
-                self._inject(offset)
-            self._advance(self._read_ps)
-            self._reads += 1
-            return self._target.read(offset, 0)
-
-    def write32(self, offset: int, value: int) -> None:
-        """Write ``value`` to the register at ``offset``: one write transaction.
-
-        Raises the errors listed in the class docstring, and ``OSError`` for an injected
-        ``driver_error``.
-        """
-        if offset & 3 or not 0 <= offset < self._size:
-            raise self._bad_offset(offset)
-        if not 0 <= value <= 0xFFFFFFFF:
-            raise WindowAccessError(
-                f'window {self.region!r}: "value" must be in 0..0xFFFFFFFF, got {value!r}',
-                region=self.region,
-                value=value,
-            )
-        with self._lock:
-            if self._faults.pending:
-                self._inject(offset)
-            self._advance(self._write_ps)
-            self._writes += 1
-            self._target.write(offset, value, 0)
 
     @property
     def pid(self) -> int:

@@ -267,6 +267,20 @@ def _host_only(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+def refuse_foreign_host(request: Request, hosts: frozenset[str] | None) -> Response | None:
+    """The 403 answer to a request whose ``Host`` header names none of ``hosts`` (names without
+    port; DNS rebinding), or None when it may go on (always, with ``hosts`` None)."""
+    if hosts is None:
+        return None
+    host = _host_only(request.headers.get("host", ""))
+    if host in hosts:
+        return None
+    return JSONResponse(
+        {"error": f"Host {host!r} is not this dashboard's", "type": "Forbidden"},
+        status_code=403,
+    )
+
+
 def create_app(
     framework: Framework,
     *,
@@ -315,13 +329,9 @@ def create_app(
 
     @app.middleware("http")
     async def _guard(request: Request, call_next: Any) -> Response:
-        if hosts is not None:
-            host = _host_only(request.headers.get("host", ""))
-            if host not in hosts:
-                return JSONResponse(
-                    {"error": f"Host {host!r} is not this dashboard's", "type": "Forbidden"},
-                    status_code=403,
-                )
+        refused = refuse_foreign_host(request, hosts)
+        if refused is not None:
+            return refused
         if token is not None and request.method not in ("GET", "HEAD", "OPTIONS"):
             origin = request.headers.get("origin")
             allowed = hosts if hosts is not None else LOOPBACK_HOSTS

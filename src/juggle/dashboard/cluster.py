@@ -28,7 +28,8 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from juggle.dashboard.app import LOOPBACK_HOSTS, _host_only
+from juggle.dashboard.app import LOOPBACK_HOSTS, refuse_foreign_host
+from juggle.dashboard.page import BASE_CSS
 from juggle.errors import ConfigurationError, JuggleError, ProtocolError
 
 __all__ = [
@@ -238,13 +239,9 @@ def create_cluster_app(
 
     @app.middleware("http")
     async def _guard(request: Request, call_next: Any) -> Response:
-        if hosts is not None:
-            host = _host_only(request.headers.get("host", ""))
-            if host not in hosts:
-                return JSONResponse(
-                    {"error": f"Host {host!r} is not this dashboard's", "type": "Forbidden"},
-                    status_code=403,
-                )
+        refused = refuse_foreign_host(request, hosts)
+        if refused is not None:
+            return refused
         response: Response = await call_next(request)
         return response
 
@@ -392,21 +389,16 @@ class ControllerSource:
                 self._connected = False
 
 
-CLUSTER_PAGE = """<!doctype html>
+CLUSTER_PAGE = (
+    """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>juggle cluster</title>
 <style>
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.3em; } h2 { font-size: 1.05em; margin-top: 1.4em; }
-table { border-collapse: collapse; margin: .4em 0; }
-th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; font-size: .9em; }
-th { background: #f2f2f2; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.kind { color: #666; font-size: .8em; }
-#status { color: #666; font-size: .85em; }
-#status.error { color: #b00; }
+"""
+    + BASE_CSS
+    + """#status.error { color: #b00; }
 tr.dead td { background: #fbeaea; color: #888; }
 tr.dead td.alive { color: #b00; font-weight: bold; }
 .bar { display: inline-block; height: .6em; background: #1f77b4; margin-left: .4em;
@@ -526,3 +518,4 @@ setInterval(refresh, 1000);
 </body>
 </html>
 """
+)

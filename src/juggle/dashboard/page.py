@@ -16,15 +16,10 @@ parsed as HTML.
 
 from __future__ import annotations
 
-__all__ = ["PAGE"]
+__all__ = ["BASE_CSS", "PAGE"]
 
-PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>juggle dashboard</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+#: the look both dashboard pages share (the live page and the cluster page)
+BASE_CSS = """body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.3em; } h2 { font-size: 1.05em; margin-top: 1.4em; }
 table { border-collapse: collapse; margin: .4em 0; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; font-size: .9em; }
@@ -32,7 +27,18 @@ th { background: #f2f2f2; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .kind { color: #666; font-size: .8em; }
 #status { color: #666; font-size: .85em; }
-.error, #status.error { color: #b00; }
+"""
+
+PAGE = (
+    """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>juggle dashboard</title>
+<style>
+"""
+    + BASE_CSS
+    + """.error, #status.error { color: #b00; }
 button { font-size: .8em; margin-right: .2em; }
 svg.chart { border: 1px solid #ccc; background: #fcfcfc; display: block; }
 svg.chart text { font-size: 10px; fill: #555; }
@@ -471,3 +477,4 @@ setInterval(refresh, 1000);
 </body>
 </html>
 """
+)

@@ -866,7 +866,7 @@ class Allocator:
             if slot.state is _BUSY and not slot.occ_rt:
                 self._serve_busy(slot, now, out)
             elif slot.state is _HOLD and slot.kept and not slot.occ_rt:
-                self._serve_kept(slot, now, out)
+                self._serve_idle(slot, now, out, above=slot.occ_prio)
         return out
 
     def set_priority(
@@ -890,7 +890,7 @@ class Allocator:
         if slot is not None and slot.state is _BUSY and not slot.occ_rt:
             self._serve_busy(slot, now, out)
         elif slot is not None and slot.state is _HOLD and slot.kept and not slot.occ_rt:
-            self._serve_kept(slot, now, out)
+            self._serve_idle(slot, now, out, above=slot.occ_prio)
         return out
 
     def _reprioritize(self, vd: TenantDevice, priority: int) -> RegionSlot | None:
@@ -1102,9 +1102,12 @@ class Allocator:
             self._requests += 1
             self._emit(self._search(victim, now, None), out)
 
-    def _serve_idle(self, slot: RegionSlot, now: float, out: list[Action]) -> None:
-        """``slot`` became Idle: hand it to the first waiting request it can hold."""
-        vd = self._best_waiter(slot, -1)
+    def _serve_idle(self, slot: RegionSlot, now: float, out: list[Action], above: int = -1) -> None:
+        """``slot`` became Idle: hand it to the first waiting request it can hold whose
+        priority is above ``above``. A region held for a client that used it (hysteresis)
+        is served so with ``above`` its client's priority: a higher request takes it at once,
+        as an Idle region."""
+        vd = self._best_waiter(slot, above)
         if vd is None:
             return
         self._dequeue(vd)
@@ -1126,19 +1129,6 @@ class Allocator:
         reconfig = self._preempt(vd, slot, desc)
         self._paths[4 if reconfig else 3] += 1
         self._emit(Solution(_PREEMPT_KIND, vd, slot, desc, reconfig, victim, now, None), out)
-
-    def _serve_kept(self, slot: RegionSlot, now: float, out: list[Action]) -> None:
-        """``slot`` is held for a client that used it: a waiting request of higher priority
-        that fits it takes it at once (as an Idle region)."""
-        vd = self._best_waiter(slot, slot.occ_prio)
-        if vd is None:
-            return
-        self._dequeue(vd)
-        desc = self._desc_of(vd, slot)
-        victim = slot.client
-        reconfig = self._assign(vd, slot, desc, now)
-        self._paths[2 if reconfig else 1] += 1
-        self._emit(Solution(_ASSIGN, vd, slot, desc, reconfig, victim, now, None), out)
 
     def _kept_until(self, slot: RegionSlot, now: float) -> float | None:
         """When the computation in ``slot`` ends at ``now``: until when the region stays held

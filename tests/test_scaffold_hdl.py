@@ -9,9 +9,9 @@ and ``tests/test_byo_core.py``.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 import juggle
 from juggle.commands.cli import app
-from juggle.errors import BackendError, ConfigurationError
-from juggle.fabric.rtl import RtlDesign, VerilatorEngine
+from juggle.errors import ConfigurationError
+from juggle.fabric.rtl import RtlDesign
 from juggle.rtlcheck import VECTORS_FILE, load_vectors
 from juggle.runtime.modules import ModuleSource
 from juggle.scaffold import HDL_BUSES, new_module, scaffold_module
@@ -85,20 +85,8 @@ def run_json(args: list[str], exit_code: int = 0) -> dict[str, Any]:
     return document
 
 
-@functools.cache
-def _engine() -> VerilatorEngine | str:
-    try:
-        return VerilatorEngine(progress=None)
-    except BackendError as exc:
-        return f"Verilator is not usable here ({exc})"
-
-
-def engine() -> VerilatorEngine:
-    """Verilator; skips the test where it cannot run."""
-    found = _engine()
-    if isinstance(found, str):
-        pytest.skip(found)
-    return found
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fabric"))
+from rtl_support import engine  # noqa: E402  (skips where Verilator cannot run)
 
 
 @pytest.mark.parametrize("bus", HDL_BUSES)

@@ -12,6 +12,7 @@ import functools
 import importlib.util
 import json
 import random
+import sys
 import textwrap
 from pathlib import Path
 from types import ModuleType
@@ -22,7 +23,6 @@ from typer.testing import CliRunner
 
 from juggle.commands.cli import app
 from juggle.errors import BackendError, ConfigurationError
-from juggle.fabric.rtl import VerilatorEngine
 from juggle.rtlcheck import (
     MAX_BYTES,
     VECTORS_FILE,
@@ -56,19 +56,14 @@ def _labels() -> ModuleType:
     return module
 
 
-@functools.cache
-def _engine() -> VerilatorEngine | str:
-    try:
-        return VerilatorEngine(progress=None)
-    except BackendError as exc:
-        return f"Verilator is not usable here ({exc})"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "fabric"))
+from rtl_support import engine  # noqa: E402  (skips where Verilator cannot run)
 
 
 @pytest.fixture
 def verilator() -> None:
     """Skips the test where Verilator cannot run."""
-    if isinstance(_engine(), str):
-        pytest.skip(str(_engine()))
+    engine()
 
 
 def scaffold(tmp_path: Path, name: str, bus: str = "regbus") -> tuple[Path, Path]:
